@@ -1,0 +1,206 @@
+/**
+ * Training jobs (surface B): the RL and SFT job requests, `experimental_config`, the job record, and the
+ * events a job emits while it runs.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { JsonObject, OtherKeys } from "./Json.js"
+import { ModelId, PageLimit } from "./Model.js"
+import { TrajectoryGroup } from "./Trajectory.js"
+
+/** A training job's id: a UUID. */
+export const TrainingJobId = Schema.UUID.pipe(Schema.brand("effect-rl/TrainingJobId"))
+/** @see {@link TrainingJobId} */
+export type TrainingJobId = typeof TrainingJobId.Type
+
+/** A training job event's id: a UUID. */
+export const TrainingJobEventId = Schema.UUID.pipe(Schema.brand("effect-rl/TrainingJobEventId"))
+/** @see {@link TrainingJobEventId} */
+export type TrainingJobEventId = typeof TrainingJobEventId.Type
+
+const nullable = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.optional(Schema.NullOr(schema))
+
+/** How importance ratios are taken: per token, per sequence, or an average of the two. */
+export const ImportanceSamplingLevel = Schema.Literal("token", "sequence", "average", "geometric_average")
+/** @see {@link ImportanceSamplingLevel} */
+export type ImportanceSamplingLevel = typeof ImportanceSamplingLevel.Type
+
+/**
+ * `experimental_config` of an RL job (seed 2.5, and the keys the current published document adds). Every key
+ * is optional and nullable; keys it does not name are kept, when decoding and when encoding, since clients
+ * send a superset and the service tolerates it.
+ */
+export const ExperimentalConfig = Schema.Struct(
+  {
+    advantage_balance: nullable(Schema.Finite),
+    allow_training_without_logprobs: nullable(Schema.Boolean),
+    epsilon: nullable(Schema.Finite),
+    epsilon_high: nullable(Schema.Finite),
+    importance_sampling_level: nullable(ImportanceSamplingLevel),
+    kimi_k2_tau: nullable(Schema.Finite),
+    kl_penalty_coef: nullable(Schema.Finite),
+    kl_penalty_reference_step: nullable(Schema.Int),
+    kl_penalty_source: nullable(Schema.Literal("current_learner", "sample")),
+    kl_penalty_step_lag: nullable(Schema.Int),
+    kl_ref_adapter_path: nullable(Schema.String),
+    learning_rate: nullable(Schema.Finite),
+    logprob_calculation_chunk_size: nullable(Schema.Int),
+    loss_fn: nullable(Schema.Literal("cispo", "ppo")),
+    mask_prob_ratio: nullable(Schema.Boolean),
+    max_negative_advantage_importance_sampling_weight: nullable(Schema.Finite),
+    normalize_advantages: nullable(Schema.Boolean),
+    num_trajectories_learning_rate_multiplier_power: nullable(Schema.Finite),
+    packed_sequence_length: nullable(Schema.Int),
+    plot_tensors: nullable(Schema.Boolean),
+    ppo: nullable(Schema.Boolean),
+    precalculate_logprobs: nullable(Schema.Boolean),
+    scale_learning_rate_by_reward_std_dev: nullable(Schema.Boolean),
+    scale_rewards: nullable(Schema.Boolean),
+    truncated_importance_sampling: nullable(Schema.Finite)
+  },
+  OtherKeys
+).annotations({ identifier: "ExperimentalConfig" })
+/** @see {@link ExperimentalConfig} */
+export type ExperimentalConfig = typeof ExperimentalConfig.Type
+
+/** The body of RL job creation: trajectory groups to train the model on, and the training knobs. */
+export const CreateTrainingJob = Schema.Struct({
+  model_id: ModelId,
+  trajectory_groups: Schema.Array(TrajectoryGroup),
+  experimental_config: nullable(ExperimentalConfig)
+}).annotations({ identifier: "CreateTrainingJob" })
+/** @see {@link CreateTrainingJob} */
+export type CreateTrainingJob = typeof CreateTrainingJob.Type
+
+/** `config` of an SFT job. Unknown keys are kept. */
+export const SftTrainingConfig = Schema.Struct(
+  {
+    batch_size: nullable(Schema.Union(Schema.Int, Schema.Literal("auto"))),
+    learning_rate: nullable(Schema.Union(Schema.Finite, Schema.Array(Schema.Finite))),
+    metric_logging: nullable(JsonObject),
+    assistant_turns: Schema.optional(Schema.Literal("all", "last"))
+  },
+  OtherKeys
+).annotations({ identifier: "SftTrainingConfig" })
+/** @see {@link SftTrainingConfig} */
+export type SftTrainingConfig = typeof SftTrainingConfig.Type
+
+/**
+ * The body of SFT job creation. `training_data_url` points at JSONL, one `{messages, tools?}` per line
+ * (hosted: a `wandb-artifact:///entity/project/name:version` URI).
+ */
+export const CreateSftTrainingJob = Schema.Struct({
+  model_id: ModelId,
+  training_data_url: Schema.String,
+  config: nullable(SftTrainingConfig),
+  experimental_config: nullable(JsonObject)
+}).annotations({ identifier: "CreateSftTrainingJob" })
+/** @see {@link CreateSftTrainingJob} */
+export type CreateSftTrainingJob = typeof CreateSftTrainingJob.Type
+
+/**
+ * A training job. The published schema has only `id`; the other fields are what backends add (the embedded
+ * one fills them all) and are optional. Keys not named here are kept.
+ */
+export const TrainingJob = Schema.Struct(
+  {
+    id: TrainingJobId,
+    status: Schema.optional(Schema.String),
+    model_id: Schema.optional(Schema.String),
+    kind: Schema.optional(Schema.String),
+    created_at: nullable(Schema.String),
+    started_at: nullable(Schema.String),
+    finished_at: nullable(Schema.String),
+    step: nullable(Schema.Int),
+    error_message: nullable(Schema.String)
+  },
+  OtherKeys
+).annotations({ identifier: "TrainingJob" })
+/** @see {@link TrainingJob} */
+export type TrainingJob = typeof TrainingJob.Type
+
+/** The kinds of training job events. */
+export const TrainingJobEventType = Schema.Literal(
+  "training_started",
+  "gradient_step",
+  "training_ended",
+  "training_failed"
+)
+/** @see {@link TrainingJobEventType} */
+export type TrainingJobEventType = typeof TrainingJobEventType.Type
+
+const event = <Type extends TrainingJobEventType, A, I>(type: Type, data: Schema.Schema<A, I>) =>
+  Schema.Struct({ id: TrainingJobEventId, type: Schema.Literal(type), data }).annotations({
+    identifier: `TrainingJobEvent.${type}`
+  })
+
+/** The job started: `num_sequences` is the expected number of gradient steps. */
+export const TrainingStarted = event(
+  "training_started",
+  Schema.Struct({ num_sequences: nullable(Schema.Int) }, OtherKeys)
+)
+/** @see {@link TrainingStarted} */
+export type TrainingStarted = typeof TrainingStarted.Type
+
+const metric = Schema.optional(Schema.Finite)
+
+/** One gradient step's metrics (flat numbers; `group_metric_*` and others kept). */
+export const GradientStep = event(
+  "gradient_step",
+  Schema.Struct(
+    {
+      loss: metric,
+      policy_loss: metric,
+      entropy: metric,
+      kl_div: metric,
+      grad_norm: metric,
+      learning_rate: metric,
+      reward: metric,
+      reward_std_dev: metric,
+      exception_rate: metric,
+      num_trajectories: metric,
+      num_trainable_tokens: metric,
+      tokens_per_second: metric
+    },
+    OtherKeys
+  )
+)
+/** @see {@link GradientStep} */
+export type GradientStep = typeof GradientStep.Type
+
+/** The job finished; a new checkpoint exists. */
+export const TrainingEnded = event("training_ended", Schema.Struct({}, OtherKeys))
+/** @see {@link TrainingEnded} */
+export type TrainingEnded = typeof TrainingEnded.Type
+
+/** The job failed, with the service's message when it gave one. */
+export const TrainingFailed = event(
+  "training_failed",
+  Schema.Struct({ error_message: nullable(Schema.String) }, OtherKeys)
+)
+/** @see {@link TrainingFailed} */
+export type TrainingFailed = typeof TrainingFailed.Type
+
+/** A training job event, told apart by `type`. */
+export const TrainingJobEvent = Schema.Union(TrainingStarted, GradientStep, TrainingEnded, TrainingFailed).annotations({
+  identifier: "TrainingJobEvent"
+})
+/** @see {@link TrainingJobEvent} */
+export type TrainingJobEvent = typeof TrainingJobEvent.Type
+
+/** Whether an event ends its job. */
+export const isTerminal = (event: TrainingJobEvent): event is TrainingEnded | TrainingFailed =>
+  event.type === "training_ended" || event.type === "training_failed"
+
+/**
+ * The query of the event listing: `after` is the last event id seen. `wait_ms` asks a backend that supports
+ * it (the embedded one) to hold the request until an event after `after` exists or the time is up.
+ */
+export const ListEventsParams = Schema.Struct({
+  after: Schema.optional(Schema.String),
+  limit: Schema.optional(PageLimit),
+  wait_ms: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 60_000)))
+}).annotations({ identifier: "ListEventsParams" })
+/** @see {@link ListEventsParams} */
+export type ListEventsParams = typeof ListEventsParams.Type
