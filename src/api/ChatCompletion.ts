@@ -12,7 +12,7 @@ import { JsonObject, JsonValue } from "./Json.js"
 /** A `top_logprobs` entry: an alternative token and its log-probability. */
 export const TopLogprob = Schema.Struct({
   token: Schema.String,
-  logprob: Schema.Number,
+  logprob: Schema.Finite,
   bytes: Schema.optional(Schema.NullOr(Schema.Array(Schema.Int)))
 }).annotations({ identifier: "TopLogprob" })
 /** @see {@link TopLogprob} */
@@ -21,7 +21,7 @@ export type TopLogprob = typeof TopLogprob.Type
 /** The log-probability of one sampled token, with its bytes and the most likely alternatives. */
 export const TokenLogprob = Schema.Struct({
   token: Schema.String,
-  logprob: Schema.Number,
+  logprob: Schema.Finite,
   bytes: Schema.optional(Schema.NullOr(Schema.Array(Schema.Int))),
   top_logprobs: Schema.optional(Schema.Array(TopLogprob))
 }).annotations({ identifier: "TokenLogprob" })
@@ -115,7 +115,7 @@ export type Usage = typeof Usage.Type
 
 /** A prompt token's log-probability entry, keyed by token id in `prompt_logprobs`. */
 export const PromptLogprob = Schema.Struct({
-  logprob: Schema.Number,
+  logprob: Schema.Finite,
   rank: Schema.optional(Schema.NullOr(Schema.Int)),
   decoded_token: Schema.optional(Schema.NullOr(Schema.String))
 }).annotations({ identifier: "PromptLogprob" })

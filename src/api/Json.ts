@@ -37,5 +37,8 @@ export const JsonObject: Schema.Schema<JsonObject> = Schema.Record({
 /**
  * The index signature that keeps unknown keys of an open record: pass it as the second argument of
  * `Schema.Struct` so that decoding and encoding preserve keys the schema does not name.
+ *
+ * The index signature also constrains the named keys, so its value admits `undefined`: a named optional key
+ * set to `undefined` (`{ learning_rate: options.learningRate }`) stays legal, and reads as absent on the wire.
  */
-export const OtherKeys = Schema.Record({ key: Schema.String, value: JsonValue })
+export const OtherKeys = Schema.Record({ key: Schema.String, value: Schema.UndefinedOr(JsonValue) })

@@ -51,7 +51,7 @@ export class DeleteModelResult extends Schema.Class<DeleteModelResult>("effect-r
 export class Checkpoint extends Schema.Class<Checkpoint>("effect-rl/Checkpoint")({
   id: CheckpointId,
   step: Schema.Int,
-  metrics: Schema.Record({ key: Schema.String, value: Schema.Number })
+  metrics: Schema.Record({ key: Schema.String, value: Schema.Finite })
 }) {}
 
 /** The body of checkpoint deletion: the steps to delete. */

@@ -1,0 +1,273 @@
+/**
+ * The client of the training service (surface B): a method for every endpoint of seed 4.2, plus the
+ * trainable base models, as Effects and Streams failing with `ApiError`.
+ *
+ * GET and DELETE calls and chat completions are retried on 408, 409, 429, >= 500, transport failures and
+ * time-outs. The POSTs that create or log (model create, RL and SFT job create, log) are retried only when
+ * the caller gives an idempotency key, sent as `Idempotency-Key`: a blind repeat could run a training step
+ * twice.
+ *
+ * @since 0.1.0
+ */
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientTag from "@effect/platform/HttpClient"
+import * as Chunk from "effect/Chunk"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "../api/ChatCompletion.js"
+import type { Health, SystemCheck } from "../api/Health.js"
+import type {
+  Checkpoint,
+  CheckpointPage,
+  DeleteCheckpointsResult,
+  DeleteModelResult,
+  ListCheckpointsParams,
+  Model,
+  ModelCreate,
+  ModelId,
+  Order
+} from "../api/Model.js"
+import * as Api from "../api/TrainingApi.js"
+import type {
+  CreateSftTrainingJob,
+  CreateTrainingJob,
+  ListEventsParams,
+  TrainingJob,
+  TrainingJobEvent,
+  TrainingJobId
+} from "../api/TrainingJob.js"
+import type { LogRequest, LogResult } from "../api/Trajectory.js"
+import type { ApiError } from "./ApiError.js"
+import * as Chat from "./internal/chat.js"
+import { resolveOptions } from "./internal/config.js"
+import { endpointCall } from "./internal/endpoint.js"
+import { type ClientOptions, makeTransport } from "./internal/http.js"
+
+/** The hosted training service. */
+export const DEFAULT_URL = "https://api.training.wandb.ai"
+
+/** The env name of the training service's base URL. */
+export const URL_ENV = "EFFECT_RL_TRAINING_URL"
+
+/** Options of the training client. */
+export interface Options extends ClientOptions {}
+
+/** Options of a call that creates or logs. */
+export interface WriteOptions {
+  /**
+   * A key naming this operation: sent as `Idempotency-Key`, it lets the service answer a repeat with the
+   * first response, and it lets the client retry the call. Without it the call is sent once.
+   */
+  readonly idempotencyKey?: string | undefined
+}
+
+/** The options of the streams over all pages. */
+export interface PageOptions {
+  /** Start after this item id. */
+  readonly after?: string | undefined
+  /** Items per page (1 to 100). */
+  readonly limit?: number | undefined
+}
+
+/** The training client's methods. */
+export interface Service {
+  /** `POST /v1/preview/models`: create a model (or, with `return_existing`, get the one of that name). */
+  readonly createModel: (body: ModelCreate, options?: WriteOptions) => Effect.Effect<Model, ApiError>
+  /** `DELETE /v1/preview/models/{model_id}`: delete a model with its checkpoints. */
+  readonly deleteModel: (modelId: ModelId) => Effect.Effect<DeleteModelResult, ApiError>
+  /** `GET /v1/preview/models/{model_id}/checkpoints`: one page of checkpoints. */
+  readonly listCheckpoints: (
+    modelId: ModelId,
+    params?: ListCheckpointsParams
+  ) => Effect.Effect<CheckpointPage, ApiError>
+  /** Every checkpoint, page after page (`after` cursor), in `order` of step. */
+  readonly checkpoints: (
+    modelId: ModelId,
+    options?: PageOptions & { readonly order?: Order | undefined }
+  ) => Stream.Stream<Checkpoint, ApiError>
+  /** The latest checkpoint (`limit=1&order=desc`), if any. */
+  readonly latestCheckpoint: (modelId: ModelId) => Effect.Effect<Option.Option<Checkpoint>, ApiError>
+  /** `DELETE /v1/preview/models/{model_id}/checkpoints`: delete checkpoints by step. */
+  readonly deleteCheckpoints: (
+    modelId: ModelId,
+    steps: ReadonlyArray<number>
+  ) => Effect.Effect<DeleteCheckpointsResult, ApiError>
+  /** `POST /v1/preview/models/{model_id}/log`: store trajectory groups under a split. */
+  readonly log: (modelId: ModelId, body: LogRequest, options?: WriteOptions) => Effect.Effect<LogResult, ApiError>
+  /** `POST /v1/preview/training-jobs`: submit an RL training job. */
+  readonly createTrainingJob: (body: CreateTrainingJob, options?: WriteOptions) => Effect.Effect<TrainingJob, ApiError>
+  /** `POST /v1/preview/sft-training-jobs`: submit an SFT training job. */
+  readonly createSftTrainingJob: (
+    body: CreateSftTrainingJob,
+    options?: WriteOptions
+  ) => Effect.Effect<TrainingJob, ApiError>
+  /** `GET /v1/preview/training-jobs/{training_job_id}` */
+  readonly getTrainingJob: (id: TrainingJobId) => Effect.Effect<TrainingJob, ApiError>
+  /** `GET /v1/preview/training-jobs/{training_job_id}/events`: one page of events. */
+  readonly listTrainingJobEvents: (
+    id: TrainingJobId,
+    params?: ListEventsParams
+  ) => Effect.Effect<Api.TrainingJobEventPage, ApiError>
+  /** The job's events so far, page after page; it ends where the service has no more (it does not wait). */
+  readonly trainingJobEvents: (id: TrainingJobId, options?: PageOptions) => Stream.Stream<TrainingJobEvent, ApiError>
+  /** `GET /v1/health` */
+  readonly health: Effect.Effect<Health, ApiError>
+  /** `GET /v1/system-check` (a failing check is a 503, so a `ServerError`). */
+  readonly systemCheck: Effect.Effect<SystemCheck, ApiError>
+  /** `GET /v1/preview/base-models`: the trainable base models (newer deployments). */
+  readonly listBaseModels: Effect.Effect<ReadonlyArray<string>, ApiError>
+  /** `POST /v1/chat/completions` */
+  readonly createChatCompletion: (request: ChatCompletionRequest) => Effect.Effect<ChatCompletion, ApiError>
+  /** `POST /v1/chat/completions` with `stream: true`: the chunks as they come. */
+  readonly streamChatCompletion: (request: ChatCompletionRequest) => Stream.Stream<ChatCompletionChunk, ApiError>
+}
+
+/** The training client service. */
+export class TrainingClient extends Context.Tag("effect-rl/TrainingClient")<TrainingClient, Service>() {}
+
+const calls = {
+  createModel: endpointCall(Api.createModel),
+  deleteModel: endpointCall(Api.deleteModel),
+  listCheckpoints: endpointCall(Api.listCheckpoints),
+  deleteCheckpoints: endpointCall(Api.deleteCheckpoints),
+  log: endpointCall(Api.log),
+  createTrainingJob: endpointCall(Api.createTrainingJob),
+  createSftTrainingJob: endpointCall(Api.createSftTrainingJob),
+  getTrainingJob: endpointCall(Api.getTrainingJob),
+  listTrainingJobEvents: endpointCall(Api.listTrainingJobEvents),
+  health: endpointCall(Api.health),
+  systemCheck: endpointCall(Api.systemCheck),
+  listBaseModels: endpointCall(Api.listBaseModels)
+}
+
+/** The headers and retry mode of a call that creates or logs. */
+const write = (options: WriteOptions | undefined) =>
+  options?.idempotencyKey === undefined
+    ? { retry: false }
+    : { retry: true, headers: { "Idempotency-Key": options.idempotencyKey } }
+
+/** Build the client over the platform `HttpClient`, with options given in full (no env read). */
+export const make = (options: Options & { readonly baseUrl: string | URL }) =>
+  Effect.gen(function* () {
+    const transport = makeTransport(yield* HttpClientTag.HttpClient, options)
+
+    const listCheckpoints = (modelId: ModelId, params?: ListCheckpointsParams) =>
+      calls.listCheckpoints
+        .run(transport, { path: { model_id: modelId }, urlParams: params ?? {}, retry: true })
+        .pipe(Effect.withSpan("TrainingClient.listCheckpoints", { attributes: { model_id: modelId } }))
+
+    const listTrainingJobEvents = (id: TrainingJobId, params?: ListEventsParams) =>
+      calls.listTrainingJobEvents
+        .run(transport, { path: { training_job_id: id }, urlParams: params ?? {}, retry: true })
+        .pipe(Effect.withSpan("TrainingClient.listTrainingJobEvents", { attributes: { training_job_id: id } }))
+
+    const service: Service = {
+      createModel: (body, options) =>
+        calls.createModel
+          .run(transport, { payload: body, ...write(options) })
+          .pipe(
+            Effect.withSpan("TrainingClient.createModel", { attributes: { project: body.project, name: body.name } })
+          ),
+      deleteModel: (modelId) =>
+        calls.deleteModel
+          .run(transport, { path: { model_id: modelId }, retry: true })
+          .pipe(Effect.withSpan("TrainingClient.deleteModel", { attributes: { model_id: modelId } })),
+      listCheckpoints,
+      checkpoints: (modelId, options) =>
+        pages(
+          (after) =>
+            listCheckpoints(modelId, {
+              ...(after === undefined ? {} : { after }),
+              ...(options?.limit === undefined ? {} : { limit: options.limit }),
+              ...(options?.order === undefined ? {} : { order: options.order })
+            }),
+          options?.after
+        ),
+      latestCheckpoint: (modelId) =>
+        Effect.map(listCheckpoints(modelId, { limit: 1, order: "desc" }), (page) => Option.fromNullable(page.data[0])),
+      deleteCheckpoints: (modelId, steps) =>
+        calls.deleteCheckpoints
+          .run(transport, { path: { model_id: modelId }, payload: { steps }, retry: true })
+          .pipe(Effect.withSpan("TrainingClient.deleteCheckpoints", { attributes: { model_id: modelId } })),
+      log: (modelId, body, options) =>
+        calls.log.run(transport, { path: { model_id: modelId }, payload: body, ...write(options) }).pipe(
+          Effect.withSpan("TrainingClient.log", {
+            attributes: { model_id: modelId, split: body.split, groups: body.trajectory_groups.length }
+          })
+        ),
+      createTrainingJob: (body, options) =>
+        calls.createTrainingJob.run(transport, { payload: body, ...write(options) }).pipe(
+          Effect.withSpan("TrainingClient.createTrainingJob", {
+            attributes: { model_id: body.model_id, groups: body.trajectory_groups.length }
+          })
+        ),
+      createSftTrainingJob: (body, options) =>
+        calls.createSftTrainingJob
+          .run(transport, { payload: body, ...write(options) })
+          .pipe(Effect.withSpan("TrainingClient.createSftTrainingJob", { attributes: { model_id: body.model_id } })),
+      getTrainingJob: (id) =>
+        calls.getTrainingJob
+          .run(transport, { path: { training_job_id: id }, retry: true })
+          .pipe(Effect.withSpan("TrainingClient.getTrainingJob", { attributes: { training_job_id: id } })),
+      listTrainingJobEvents,
+      trainingJobEvents: (id, options) =>
+        pages(
+          (after) =>
+            listTrainingJobEvents(id, {
+              ...(after === undefined ? {} : { after }),
+              ...(options?.limit === undefined ? {} : { limit: options.limit })
+            }),
+          options?.after
+        ),
+      health: calls.health.run(transport, { retry: true }).pipe(Effect.withSpan("TrainingClient.health")),
+      systemCheck: calls.systemCheck
+        .run(transport, { retry: true })
+        .pipe(Effect.withSpan("TrainingClient.systemCheck")),
+      listBaseModels: calls.listBaseModels
+        .run(transport, { retry: true })
+        .pipe(Effect.withSpan("TrainingClient.listBaseModels")),
+      createChatCompletion: (request) =>
+        Chat.create(transport, request).pipe(
+          Effect.withSpan("TrainingClient.createChatCompletion", { attributes: { model: request.model ?? "" } })
+        ),
+      streamChatCompletion: (request) => Chat.stream(transport, request)
+    }
+    return service
+  })
+
+/**
+ * All items of a cursor-paged listing: each page is read with `after` set to the previous page's
+ * `last_id`, until `has_more` is false (or a page comes back empty).
+ */
+const pages = <A>(
+  page: (
+    after: string | undefined
+  ) => Effect.Effect<
+    { readonly data: ReadonlyArray<A>; readonly last_id: string; readonly has_more: boolean },
+    ApiError
+  >,
+  after: string | undefined
+): Stream.Stream<A, ApiError> =>
+  Stream.paginateChunkEffect(after, (cursor) =>
+    Effect.map(page(cursor), (p) => [
+      Chunk.fromIterable(p.data),
+      p.has_more && p.data.length > 0 && p.last_id !== "" ? Option.some(p.last_id) : Option.none()
+    ])
+  )
+
+/** The client as a layer, with options given in full; `baseUrl` defaults to the hosted service. */
+export const layer = (options: Options = {}): Layer.Layer<TrainingClient, never, HttpClient.HttpClient> =>
+  Layer.effect(TrainingClient, make({ ...options, baseUrl: options.baseUrl ?? DEFAULT_URL }))
+
+/**
+ * The client as a layer reading the environment: `WANDB_API_KEY` (as a `Redacted`) and
+ * `EFFECT_RL_TRAINING_URL`, each used only where `options` leaves it out.
+ */
+export const layerConfig = (
+  options: Options = {}
+): Layer.Layer<TrainingClient, ConfigError.ConfigError, HttpClient.HttpClient> =>
+  Layer.effect(TrainingClient, Effect.flatMap(resolveOptions(options, URL_ENV, DEFAULT_URL), make))

@@ -1,0 +1,112 @@
+/**
+ * Chat completions, shared by the training and inference clients: one call, or a stream of typed chunks
+ * parsed from server-sent events. Retries cover obtaining the response only, never a stream that has begun;
+ * interrupting the stream aborts the HTTP request.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { ChatCompletionChunk, type ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { createChatCompletion } from "../../api/TrainingApi.js"
+import { ApiError, reasonOfStatus } from "../ApiError.js"
+import { endpointCall } from "./endpoint.js"
+import { decodeError, readText, send, type Transport } from "./http.js"
+import * as Sse from "./sse.js"
+
+const completions = endpointCall(createChatCompletion)
+const decodeChunk = Schema.decodeUnknown(ChatCompletionChunk, { errors: "all" })
+
+/** Create a chat completion (retried per the convention: chat completions are safe to repeat). */
+export const create = (
+  transport: Transport,
+  request: ChatCompletionRequest,
+  headers?: Readonly<Record<string, string>>
+) => completions.run(transport, { payload: { ...request, stream: false }, headers, retry: true })
+
+/** Stream a chat completion's chunks. */
+export const stream = (
+  transport: Transport,
+  request: ChatCompletionRequest,
+  headers?: Readonly<Record<string, string>>
+): Stream.Stream<ChatCompletionChunk, ApiError> =>
+  Stream.unwrap(
+    Effect.gen(function* () {
+      const call = yield* completions.prepare({ payload: { ...request, stream: true }, headers, retry: true })
+      const response = yield* send(
+        transport,
+        { ...call, headers: { ...call.headers, accept: "text/event-stream" } },
+        (r) => Effect.succeed(r)
+      )
+      const requestId = response.headers["x-request-id"] ?? response.headers["request-id"]
+      const contentType = response.headers["content-type"] ?? ""
+      if (!contentType.includes("text/event-stream")) {
+        // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.
+        const text = yield* readText(call, response)
+        return yield* Effect.fail(
+          decodeError(call, response.status, requestId, text, `expected text/event-stream, got '${contentType}'`)
+        )
+      }
+      return response.stream.pipe(
+        Stream.mapError(
+          (error) =>
+            new ApiError({
+              reason: "Transport",
+              method: call.method,
+              path: call.path,
+              status: response.status,
+              description: `the stream broke: ${error.message}`,
+              requestId,
+              retryable: false
+            })
+        ),
+        Stream.decodeText(),
+        Sse.events,
+        Stream.takeWhile((event) => event.data !== "[DONE]"),
+        Stream.mapEffect((event) => {
+          let json: unknown
+          try {
+            json = JSON.parse(event.data)
+          } catch (e) {
+            return Effect.fail(
+              decodeError(call, response.status, requestId, event.data, `an event is not JSON: ${String(e)}`)
+            )
+          }
+          const error = (json as { readonly error?: unknown } | null)?.error
+          if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
+            return Effect.fail(midStreamError(call, response.status, requestId, error ?? json))
+          }
+          return decodeChunk(json).pipe(
+            Effect.mapError((e) =>
+              decodeError(call, response.status, requestId, event.data, `a chunk does not match: ${e.message}`)
+            )
+          )
+        })
+      )
+    })
+  )
+
+/** The typed error of an `{"error": {...}}` event sent after the stream began (the status is already 200). */
+const midStreamError = (
+  call: { readonly method: string; readonly path: string },
+  status: number,
+  requestId: string | undefined,
+  error: unknown
+): ApiError => {
+  const body = typeof error === "object" && error !== null ? (error as Record<string, unknown>) : {}
+  const code = body.code
+  const message = typeof body.message === "string" ? body.message : typeof error === "string" ? error : "stream error"
+  return new ApiError({
+    reason: typeof code === "number" && code >= 400 ? reasonOfStatus(code) : "ServerError",
+    method: call.method,
+    path: call.path,
+    status,
+    description: message,
+    requestId,
+    errorType: typeof body.type === "string" ? body.type : undefined,
+    code: typeof code === "number" || typeof code === "string" ? code : undefined,
+    param: typeof body.param === "string" ? body.param : undefined,
+    retryable: false
+  })
+}

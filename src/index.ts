@@ -1,0 +1,36 @@
+/**
+ * effect-rl: reinforcement-learning training orchestration for LLM agents, on Effect.
+ *
+ * Every module is a namespace here and a subpath export of its own.
+ *
+ * @since 0.1.0
+ */
+
+/** Chat completions: request, response, chunk, choice, logprobs and usage (seed 4.3, 2.7). */
+export * as ChatCompletion from "./api/ChatCompletion.js"
+/** Chat messages, content parts, tools and tool calls (seed 2.6). */
+export * as ChatMessage from "./api/ChatMessage.js"
+/** The training service's health endpoints. */
+export * as Health from "./api/Health.js"
+/** The 422 validation error body (seed 2.2). */
+export * as HttpValidationError from "./api/HttpValidationError.js"
+/** The inference service defined as an `HttpApi`. */
+export * as InferenceApi from "./api/InferenceApi.js"
+/** The inference model list (seed 2.8). */
+export * as InferenceModel from "./api/InferenceModel.js"
+/** JSON values on the wire. */
+export * as Json from "./api/Json.js"
+/** Models, checkpoints and the cursor page envelope. */
+export * as Model from "./api/Model.js"
+/** The training service defined as an `HttpApi`. */
+export * as TrainingApi from "./api/TrainingApi.js"
+/** Training jobs, `experimental_config` and job events. */
+export * as TrainingJob from "./api/TrainingJob.js"
+/** Trajectories, trajectory groups and the log request. */
+export * as Trajectory from "./api/Trajectory.js"
+/** The error of every client call. */
+export * as ApiError from "./client/ApiError.js"
+/** The inference service's client. */
+export * as InferenceClient from "./client/InferenceClient.js"
+/** The training service's client. */
+export * as TrainingClient from "./client/TrainingClient.js"
