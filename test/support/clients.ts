@@ -17,11 +17,11 @@ const httpClient = Layer.build(NodeHttpClient.layerUndici)
 /** A training client against `baseUrl`, over the undici-based Node client, for the life of the scope. */
 export const training = (baseUrl: string, options: Partial<TrainingClient.Options> = {}) =>
   Effect.flatMap(httpClient, (context) =>
-    TrainingClient.make({ apiKey: Redacted.make(API_KEY), baseUrl, ...options }).pipe(Effect.provide(context))
+    TrainingClient.make({ apiKey: Redacted.make(API_KEY), ...options, baseUrl }).pipe(Effect.provide(context))
   )
 
 /** An inference client against `baseUrl`, for the life of the scope. */
 export const inference = (baseUrl: string, options: Partial<InferenceClient.Options> = {}) =>
   Effect.flatMap(httpClient, (context) =>
-    InferenceClient.make({ apiKey: Redacted.make(API_KEY), baseUrl, ...options }).pipe(Effect.provide(context))
+    InferenceClient.make({ apiKey: Redacted.make(API_KEY), ...options, baseUrl }).pipe(Effect.provide(context))
   )
