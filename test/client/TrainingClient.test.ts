@@ -4,9 +4,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { ModelId } from "../../src/api/Model.js"
+import { createChatCompletionSlash } from "../../src/api/TrainingApi.js"
 import { TrainingJobId } from "../../src/api/TrainingJob.js"
+import { endpointCall } from "../../src/client/internal/endpoint.js"
 import { version } from "../../src/internal/version.js"
-import { API_KEY, training } from "../support/clients.js"
+import { API_KEY, training, transport } from "../support/clients.js"
 import * as FakeService from "../support/FakeService.js"
 
 const modelId = ModelId.make(FakeService.ids.model)
@@ -104,6 +106,121 @@ describe("TrainingClient against a server that behaves as the OpenAPI document s
       expect(started?.type === "training_started" && started.data.num_sequences).toBe(2)
       const step = events[1]
       expect(step?.type === "gradient_step" && step.data.group_metric_x).toBe(1)
+    })
+  )
+})
+
+describe("TrainingClient: every other endpoint of seed 4.2", () => {
+  it.scoped("deletes a model and checkpoints (DELETE with a JSON body)", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const deleted = yield* client.deleteModel(modelId)
+      expect(deleted).toMatchObject({ model_id: FakeService.ids.model, deleted_checkpoints: 2, deleted_run: true })
+      expect(server.received[0]).toMatchObject({
+        method: "DELETE",
+        path: `/v1/preview/models/${FakeService.ids.model}`
+      })
+
+      const result = yield* client.deleteCheckpoints(modelId, [1, 2, 7])
+      expect(result.deleted_count).toBe(2)
+      expect(result.not_found_steps).toEqual([7])
+      const request = server.received[1]
+      expect(request).toMatchObject({
+        method: "DELETE",
+        path: `/v1/preview/models/${FakeService.ids.model}/checkpoints`
+      })
+      expect(request?.json).toEqual({ steps: [1, 2, 7] })
+      expect(request?.headers["content-type"]).toBe("application/json")
+    })
+  )
+
+  it.scoped("logs groups under a split; an empty success body reads as null", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const result = yield* client.log(modelId, { split: "val", trajectory_groups: trajectoryGroups })
+      expect(result).toBeNull()
+      const request = server.received[0]
+      expect(request?.path).toBe(`/v1/preview/models/${FakeService.ids.model}/log`)
+      expect(request?.json).toEqual({ split: "val", trajectory_groups: trajectoryGroups })
+
+      server.route("POST", "/v1/preview/models/:id/log", () => ({ json: { metrics: { reward: 0.5 }, groups: 1 } }))
+      const withMetrics = yield* client.log(modelId, { split: "train", trajectory_groups: [] }, { idempotencyKey: "k" })
+      expect(withMetrics).toEqual({ metrics: { reward: 0.5 }, groups: 1 })
+      expect(server.received[1]?.headers["idempotency-key"]).toBe("k")
+    })
+  )
+
+  it.scoped("submits an SFT job, reads a job and one page of its events", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const body = {
+        model_id: modelId,
+        training_data_url: "file:///tmp/data.jsonl",
+        config: { batch_size: "auto" as const, learning_rate: [1e-4, 1e-5], assistant_turns: "last" as const }
+      }
+      const job = yield* client.createSftTrainingJob(body)
+      expect(job.id).toBe(FakeService.ids.job)
+      expect(server.received[0]).toMatchObject({ method: "POST", path: "/v1/preview/sft-training-jobs", json: body })
+
+      server.route("GET", "/v1/preview/training-jobs/:id", (r) => ({
+        json: { id: r.path.split("/")[4], status: "running", kind: "rl", step: null, queue_position: 3 }
+      }))
+      const read = yield* client.getTrainingJob(jobId)
+      expect(read).toEqual({ id: FakeService.ids.job, status: "running", kind: "rl", step: null, queue_position: 3 })
+      expect(server.received[1]?.path).toBe(`/v1/preview/training-jobs/${FakeService.ids.job}`)
+
+      const page = yield* client.listTrainingJobEvents(jobId, { after: FakeService.ids.event(1), limit: 1 })
+      expect(page.data.map((e) => e.id)).toEqual([FakeService.ids.event(2)])
+      expect(page.has_more).toBe(true)
+      const query = server.received[2]?.query
+      expect(query?.get("after")).toBe(FakeService.ids.event(1))
+      expect(query?.get("limit")).toBe("1")
+    })
+  )
+
+  it.scoped("health, system check and base models", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      expect(yield* client.health).toEqual({ status: "ok" })
+      const check = yield* client.systemCheck
+      expect(check.api).toBe(true)
+      expect(check.gpu_queue?.duration).toBe(0.02)
+      expect(yield* client.listBaseModels).toEqual(["Qwen/Qwen3-0.6B", "OpenPipe/Qwen3-14B-Instruct"])
+      expect(server.received.map((r) => `${r.method} ${r.path}`)).toEqual([
+        "GET /v1/health",
+        "GET /v1/system-check",
+        "GET /v1/preview/base-models"
+      ])
+    })
+  )
+
+  it.scoped("creates a chat completion with logprobs; the trailing-slash path is the same operation", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const request = {
+        model: "base",
+        messages: [{ role: "user" as const, content: "hi" }],
+        logprobs: true,
+        top_logprobs: 2,
+        seed: 7,
+        vllm_xargs: { a: 1, b: ["x", 2] }
+      }
+      const completion = yield* client.createChatCompletion(request)
+      expect(completion.choices[0]?.logprobs?.content?.[0]?.token).toBe("hello")
+      expect(completion.usage.total_tokens).toBe(4)
+      expect(server.received[0]).toMatchObject({ method: "POST", path: "/v1/chat/completions" })
+      expect(server.received[0]?.json).toEqual({ ...request, stream: false })
+
+      // The trailing-slash endpoint, called through the same derivation the client uses.
+      const raw = yield* transport(server.url)
+      const slash = yield* endpointCall(createChatCompletionSlash).run(raw, { payload: request, retry: true })
+      expect(slash.choices[0]?.message.content).toBe("hello")
+      expect(server.received[1]?.path).toBe("/v1/chat/completions/")
     })
   )
 })
