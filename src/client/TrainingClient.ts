@@ -12,8 +12,10 @@
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientTag from "@effect/platform/HttpClient"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -36,10 +38,10 @@ import type {
   CreateSftTrainingJob,
   CreateTrainingJob,
   ListEventsParams,
-  TrainingJob,
   TrainingJobEvent,
   TrainingJobId
 } from "../api/TrainingJob.js"
+import * as TrainingJob from "../api/TrainingJob.js"
 import type { LogRequest, LogResult } from "../api/Trajectory.js"
 import type { ApiError } from "./ApiError.js"
 import * as Chat from "./internal/chat.js"
@@ -73,6 +75,16 @@ export interface PageOptions {
   readonly limit?: number | undefined
 }
 
+/** How to follow a job's events. */
+export interface FollowOptions {
+  /** Start after this event id. */
+  readonly after?: string | undefined
+  /** The pause between polls once caught up (default 1 second). */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** Ask the backend to hold each caught-up request this long for a new event (long poll). */
+  readonly wait?: Duration.DurationInput | undefined
+}
+
 /** The training client's methods. */
 export interface Service {
   /** `POST /v1/preview/models`: create a model (or, with `return_existing`, get the one of that name). */
@@ -99,14 +111,17 @@ export interface Service {
   /** `POST /v1/preview/models/{model_id}/log`: store trajectory groups under a split. */
   readonly log: (modelId: ModelId, body: LogRequest, options?: WriteOptions) => Effect.Effect<LogResult, ApiError>
   /** `POST /v1/preview/training-jobs`: submit an RL training job. */
-  readonly createTrainingJob: (body: CreateTrainingJob, options?: WriteOptions) => Effect.Effect<TrainingJob, ApiError>
+  readonly createTrainingJob: (
+    body: CreateTrainingJob,
+    options?: WriteOptions
+  ) => Effect.Effect<TrainingJob.TrainingJob, ApiError>
   /** `POST /v1/preview/sft-training-jobs`: submit an SFT training job. */
   readonly createSftTrainingJob: (
     body: CreateSftTrainingJob,
     options?: WriteOptions
-  ) => Effect.Effect<TrainingJob, ApiError>
+  ) => Effect.Effect<TrainingJob.TrainingJob, ApiError>
   /** `GET /v1/preview/training-jobs/{training_job_id}` */
-  readonly getTrainingJob: (id: TrainingJobId) => Effect.Effect<TrainingJob, ApiError>
+  readonly getTrainingJob: (id: TrainingJobId) => Effect.Effect<TrainingJob.TrainingJob, ApiError>
   /** `GET /v1/preview/training-jobs/{training_job_id}/events`: one page of events. */
   readonly listTrainingJobEvents: (
     id: TrainingJobId,
@@ -114,6 +129,16 @@ export interface Service {
   ) => Effect.Effect<Api.TrainingJobEventPage, ApiError>
   /** The job's events so far, page after page; it ends where the service has no more (it does not wait). */
   readonly trainingJobEvents: (id: TrainingJobId, options?: PageOptions) => Stream.Stream<TrainingJobEvent, ApiError>
+  /**
+   * Follow a job: its events as they happen, each once, until `training_ended` or `training_failed` (the
+   * last element). Pages are read back to back while `has_more`; when caught up it polls every
+   * `pollInterval`, or, with `wait`, asks the backend to hold the request until an event comes (the
+   * embedded backend's `wait_ms`; a backend that ignores it is still polled no faster than `pollInterval`).
+   */
+  readonly followTrainingJobEvents: (
+    id: TrainingJobId,
+    options?: FollowOptions
+  ) => Stream.Stream<TrainingJobEvent, ApiError>
   /** `GET /v1/health` */
   readonly health: Effect.Effect<Health, ApiError>
   /** `GET /v1/system-check` (a failing check is a 503, so a `ServerError`). */
@@ -223,6 +248,7 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
             }),
           options?.after
         ),
+      followTrainingJobEvents: (id, options) => follow((params) => listTrainingJobEvents(id, params), options),
       health: calls.health.run(transport, { retry: true }).pipe(Effect.withSpan("TrainingClient.health")),
       systemCheck: calls.systemCheck
         .run(transport, { retry: true })
@@ -258,6 +284,45 @@ const pages = <A>(
       p.has_more && p.data.length > 0 && p.last_id !== "" ? Option.some(p.last_id) : Option.none()
     ])
   )
+
+/**
+ * Follow a job's events until a terminal one: back to back while `has_more`, then one poll per
+ * `pollInterval` (less the time a long-poll request already waited). Events already seen are dropped, so a
+ * page served twice does not repeat them.
+ */
+const follow = (
+  page: (params: ListEventsParams) => Effect.Effect<Api.TrainingJobEventPage, ApiError>,
+  options: FollowOptions | undefined
+): Stream.Stream<TrainingJobEvent, ApiError> => {
+  const pollInterval = Duration.decode(options?.pollInterval ?? Duration.seconds(1))
+  const wait = options?.wait === undefined ? undefined : Duration.decode(options.wait)
+  const waitMs = wait === undefined ? undefined : Math.min(60_000, Math.round(Duration.toMillis(wait)))
+  return Stream.suspend(() => {
+    const seen = new Set<string>()
+    let after = options?.after
+    let caughtUp = false
+    const step = Effect.gen(function* () {
+      const params: ListEventsParams = {
+        ...(after === undefined ? {} : { after }),
+        limit: 100,
+        ...(caughtUp && waitMs !== undefined ? { wait_ms: waitMs } : {})
+      }
+      const started = yield* Clock.currentTimeMillis
+      const result = yield* page(params)
+      const fresh = result.data.filter((event) => !seen.has(event.id))
+      for (const event of fresh) seen.add(event.id)
+      if (result.last_id !== "") after = result.last_id
+      caughtUp = !result.has_more
+      if (caughtUp && !fresh.some(TrainingJob.isTerminal)) {
+        const elapsed = (yield* Clock.currentTimeMillis) - started
+        const pause = Duration.toMillis(pollInterval) - elapsed
+        if (fresh.length === 0 && pause > 0) yield* Effect.sleep(Duration.millis(pause))
+      }
+      return Chunk.fromIterable(fresh)
+    })
+    return Stream.repeatEffectChunk(step).pipe(Stream.takeUntil(TrainingJob.isTerminal))
+  })
+}
 
 /** The client as a layer, with options given in full; `baseUrl` defaults to the hosted service. */
 export const layer = (options: Options = {}): Layer.Layer<TrainingClient, never, HttpClient.HttpClient> =>

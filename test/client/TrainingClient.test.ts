@@ -224,3 +224,48 @@ describe("TrainingClient: every other endpoint of seed 4.2", () => {
     })
   )
 })
+
+describe("TrainingClient.followTrainingJobEvents", () => {
+  const started = { id: FakeService.ids.event(0), type: "training_started", data: { num_sequences: 1 } }
+  const step = { id: FakeService.ids.event(1), type: "gradient_step", data: { loss: 1 } }
+  const ended = { id: FakeService.ids.event(2), type: "training_ended", data: {} }
+  const page = (data: ReadonlyArray<{ readonly id: string }>, has_more = false) => ({
+    json: { object: "list", data, first_id: data[0]?.id ?? "", last_id: data.at(-1)?.id ?? "", has_more }
+  })
+
+  it.scopedLive("follows a job until it ends, each event once, long-polling once caught up", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      // The job's history as successive polls see it: a repeated page (a backend ignoring `after`) included.
+      const replies = [page([started]), page([]), page([started, step]), page([ended])]
+      server.route("GET", "/v1/preview/training-jobs/:id/events", (_, n) => replies[Math.min(n, replies.length - 1)]!)
+      const events = yield* Stream.runCollect(
+        client.followTrainingJobEvents(jobId, { pollInterval: "10 millis", wait: "2 seconds" })
+      )
+      expect(Chunk.toReadonlyArray(events).map((e) => e.id)).toEqual([started.id, step.id, ended.id])
+      const queries = server.received.map((r) => [r.query.get("after"), r.query.get("wait_ms")])
+      expect(queries).toEqual([
+        [null, null],
+        [started.id, "2000"],
+        [started.id, "2000"],
+        [step.id, "2000"]
+      ])
+    })
+  )
+
+  it.scopedLive("stops at training_failed and reads pages back to back while has_more", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const failed = { id: FakeService.ids.event(3), type: "training_failed", data: { error_message: "OOM" } }
+      const replies = [page([started], true), page([failed]), page([ended])]
+      server.route("GET", "/v1/preview/training-jobs/:id/events", (_, n) => replies[n]!)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(client.followTrainingJobEvents(jobId)))
+      expect(events.map((e) => e.type)).toEqual(["training_started", "training_failed"])
+      const last = events[1]
+      expect(last?.type === "training_failed" && last.data.error_message).toBe("OOM")
+      expect(server.received.length).toBe(2)
+    })
+  )
+})

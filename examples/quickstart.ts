@@ -1,0 +1,48 @@
+/**
+ * Create a model, submit an RL training job, and follow its events: the training client on its own.
+ *
+ * Run against the hosted service with `WANDB_API_KEY` set, or against any deployment with
+ * `EFFECT_RL_TRAINING_URL`: `npx tsx examples/quickstart.ts`.
+ */
+import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Stream } from "effect"
+import { TrainingClient } from "effect-rl"
+
+const program = Effect.gen(function* () {
+  const client = yield* TrainingClient.TrainingClient
+
+  const model = yield* client.createModel({
+    project: "quickstart",
+    name: "agent-001",
+    base_model: "OpenPipe/Qwen3-14B-Instruct",
+    return_existing: true
+  })
+  yield* Console.log(`model ${model.id} (${model.entity}/${model.project}/${model.name})`)
+
+  // One group: two rollouts of the same scenario, the better one rewarded.
+  const job = yield* client.createTrainingJob(
+    {
+      model_id: model.id,
+      trajectory_groups: [
+        {
+          trajectories: [
+            { messages_and_choices: [{ role: "user", content: "Say hi" }], reward: 1 },
+            { messages_and_choices: [{ role: "user", content: "Say hi" }], reward: 0 }
+          ]
+        }
+      ],
+      experimental_config: { learning_rate: 5e-6 }
+    },
+    // With a key, the submission is retried safely: the service answers a repeat with the first job.
+    { idempotencyKey: `${model.id}-step-1` }
+  )
+  yield* Console.log(`job ${job.id}`)
+
+  yield* client.trainingJobEvents(job.id).pipe(
+    Stream.runForEach((event) => Console.log(event.type, JSON.stringify(event.data)))
+  )
+})
+
+const MainLayer = TrainingClient.layerConfig().pipe(Layer.provide(NodeHttpClient.layerUndici))
+
+program.pipe(Effect.provide(MainLayer), NodeRuntime.runMain)
