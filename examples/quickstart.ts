@@ -38,8 +38,10 @@ const program = Effect.gen(function* () {
   )
   yield* Console.log(`job ${job.id}`)
 
-  yield* client.trainingJobEvents(job.id).pipe(
-    Stream.runForEach((event) => Console.log(event.type, JSON.stringify(event.data)))
+  // Follow the job until `training_ended` (or `training_failed`), each event once.
+  yield* client
+    .followTrainingJobEvents(job.id)
+    .pipe(Stream.runForEach((event) => Console.log(event.type, JSON.stringify(event.data))))
   )
 })
 

@@ -208,7 +208,7 @@ const errorFromTransport = (call: Pick<Call, "method" | "path">, error: HttpClie
     method: call.method,
     path: call.path,
     status: error._tag === "ResponseError" ? error.response.status : undefined,
-    description: causeMessage === "" ? `${error.reason} error` : `${error.reason} error: ${causeMessage}`,
+    description: causeMessage === "" ? `${error.reason} error` : causeMessage,
     retryable: !invalidUrl
   })
 }
