@@ -42,7 +42,6 @@ const program = Effect.gen(function* () {
   yield* client
     .followTrainingJobEvents(job.id)
     .pipe(Stream.runForEach((event) => Console.log(event.type, JSON.stringify(event.data))))
-  )
 })
 
 const MainLayer = TrainingClient.layerConfig().pipe(Layer.provide(NodeHttpClient.layerUndici))
