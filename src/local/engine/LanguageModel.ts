@@ -38,3 +38,13 @@ export interface LanguageModel<S extends DecodeState = DecodeState> {
    */
   readonly scoreTokens: (ids: ArrayLike<number>, from: number) => Float32Array
 }
+
+/** A trajectory rendered to tokens for training. */
+export interface TrainingSequence {
+  /** The token ids, context and sampled turns in order. */
+  readonly ids: Int32Array
+  /** 1 where the token was sampled by the policy (a choice's token, trainable), 0 for context. */
+  readonly mask: Uint8Array
+  /** The logprob recorded when each sampled token was sampled; NaN where unknown or not sampled. */
+  readonly logprobs: Float32Array
+}
