@@ -72,7 +72,8 @@ export const makeTransport = (
     HttpClient.mapRequest((request) => {
       let r = HttpClientRequest.prependUrl(request, baseUrl).pipe(
         HttpClientRequest.setHeader("User-Agent", `effect-rl/${version}`),
-        HttpClientRequest.acceptJson
+        // A call that asks for something else (an event stream) keeps its own Accept.
+        (r) => (r.headers.accept === undefined ? HttpClientRequest.acceptJson(r) : r)
       )
       if (apiKey !== undefined) r = HttpClientRequest.bearerToken(r, apiKey)
       return r
@@ -159,12 +160,12 @@ export const parseRetryAfter = (
   const ms = headers["retry-after-ms"]
   if (ms !== undefined && ms.trim() !== "") {
     const n = Number(ms)
-    if (Number.isFinite(n) && n >= 0) return Duration.millis(n)
+    if (Number.isFinite(n) && n >= 0) return Duration.millis(Math.ceil(n))
   }
   const value = headers["retry-after"]
   if (value === undefined || value.trim() === "") return undefined
   const seconds = Number(value)
-  if (Number.isFinite(seconds)) return seconds >= 0 ? Duration.millis(seconds * 1000) : undefined
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Duration.millis(Math.ceil(seconds * 1000)) : undefined
   const date = Date.parse(value)
   if (Number.isNaN(date)) return undefined
   return Duration.millis(Math.max(0, date - now))
@@ -263,7 +264,7 @@ export const decodeError = (
   })
 
 const backoff = (attempt: number, random: number): Duration.Duration =>
-  Duration.millis(Math.min(500 * 2 ** attempt, 8000) * (1 - 0.25 * random))
+  Duration.millis(Math.round(Math.min(500 * 2 ** attempt, 8000) * (1 - 0.25 * random)))
 
 /**
  * The retry schedule of a call: retryable failures only, at most `maxRetries` times, waiting the service's

@@ -66,6 +66,7 @@ export const makeParser = (): SseParser => {
 
   const feed = (text: string): Array<SseEvent> => {
     const out: Array<SseEvent> = []
+    if (text === "") return out
     if (pendingCr && text.charCodeAt(0) === 10) text = text.slice(1)
     pendingCr = false
     buffer += text
