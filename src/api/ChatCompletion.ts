@@ -7,6 +7,7 @@
  */
 import * as Schema from "effect/Schema"
 import { FunctionCall, Message, Tool } from "./ChatMessage.js"
+import { isTokenLogprobArray, withFastPath } from "./internal/fastPath.js"
 import { JsonObject, JsonValue } from "./Json.js"
 
 /** A `top_logprobs` entry: an alternative token and its log-probability. */
@@ -28,10 +29,19 @@ export const TokenLogprob = Schema.Struct({
 /** @see {@link TokenLogprob} */
 export type TokenLogprob = typeof TokenLogprob.Type
 
+/**
+ * The logprob entries of a choice: `Schema.Array(TokenLogprob)`, with a fast path for valid input (the bulk of
+ * an RL job body; see src/api/internal/fastPath.ts). Invalid input fails exactly as the plain array would.
+ */
+export const TokenLogprobs: Schema.Schema<ReadonlyArray<TokenLogprob>> = withFastPath(
+  Schema.Array(TokenLogprob),
+  isTokenLogprobArray<TokenLogprob>
+)
+
 /** A choice's logprobs: one entry per sampled token of `content` (and of `refusal`, if any). */
 export const ChoiceLogprobs = Schema.Struct({
-  content: Schema.optional(Schema.NullOr(Schema.Array(TokenLogprob))),
-  refusal: Schema.optional(Schema.NullOr(Schema.Array(TokenLogprob)))
+  content: Schema.optional(Schema.NullOr(TokenLogprobs)),
+  refusal: Schema.optional(Schema.NullOr(TokenLogprobs))
 }).annotations({ identifier: "ChoiceLogprobs" })
 /** @see {@link ChoiceLogprobs} */
 export type ChoiceLogprobs = typeof ChoiceLogprobs.Type
@@ -260,6 +270,15 @@ export const SEED_MIN = -9223372036854776000
 /** @see {@link SEED_MIN} */
 export const SEED_MAX = 9223372036854776000
 
+/**
+ * `seed`: an integer within the engine's bounds. `Schema.Int` admits only safe integers (beyond 2^53 a JS
+ * number does not reach the wire exactly), so the arbitrary draws from that range (`fc.integer` with the
+ * int64 bounds never returns).
+ */
+const Seed = Schema.Int.pipe(Schema.between(SEED_MIN, SEED_MAX)).annotations({
+  arbitrary: () => (fc) => fc.maxSafeInteger()
+})
+
 const XargValue = Schema.Union(Schema.String, Schema.Finite)
 
 /** The fields of the request, before the checks across fields. */
@@ -275,7 +294,7 @@ const RequestFields = Schema.Struct({
   n: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)))),
   presence_penalty: Schema.optional(Schema.NullOr(Schema.Finite)),
   response_format: Schema.optional(Schema.NullOr(Schema.Union(ResponseFormat, StructuralTagResponseFormat))),
-  seed: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(SEED_MIN, SEED_MAX)))),
+  seed: Schema.optional(Schema.NullOr(Seed)),
   stop: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Array(Schema.String)))),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(

@@ -37,8 +37,12 @@ export const JsonObject: Schema.Schema<JsonObject> = Schema.Record({
 /**
  * The index signature that keeps unknown keys of an open record: pass it as the second argument of
  * `Schema.Struct` so that decoding and encoding preserve keys the schema does not name.
- *
- * The index signature also constrains the named keys, so its value admits `undefined`: a named optional key
- * set to `undefined` (`{ learning_rate: options.learningRate }`) stays legal, and reads as absent on the wire.
  */
-export const OtherKeys = Schema.Record({ key: Schema.String, value: Schema.UndefinedOr(JsonValue) })
+export const OtherKeys = Schema.Record({ key: Schema.String, value: JsonValue })
+
+/**
+ * An optional named key of an open record (a struct with {@link OtherKeys}): present with a value, or absent.
+ * The index signature constrains the named keys too, in the type and when decoding and encoding, so such a
+ * key cannot hold `undefined`; `Schema.optional` would claim `T | undefined` and then reject it.
+ */
+export const optionalKey = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { JsonObject, OtherKeys } from "./Json.js"
+import { JsonObject, OtherKeys, optionalKey } from "./Json.js"
 import { ModelId, PageLimit } from "./Model.js"
 import { TrajectoryGroup } from "./Trajectory.js"
 
@@ -21,6 +21,9 @@ export type TrainingJobEventId = typeof TrainingJobEventId.Type
 
 const nullable = <A, I, R>(schema: Schema.Schema<A, I, R>) => Schema.optional(Schema.NullOr(schema))
 
+/** A named key of an open record: absent, null or a value (never `undefined`, see {@link optionalKey}). */
+const known = <A, I, R>(schema: Schema.Schema<A, I, R>) => optionalKey(Schema.NullOr(schema))
+
 /** How importance ratios are taken: per token, per sequence, or an average of the two. */
 export const ImportanceSamplingLevel = Schema.Literal("token", "sequence", "average", "geometric_average")
 /** @see {@link ImportanceSamplingLevel} */
@@ -33,31 +36,31 @@ export type ImportanceSamplingLevel = typeof ImportanceSamplingLevel.Type
  */
 export const ExperimentalConfig = Schema.Struct(
   {
-    advantage_balance: nullable(Schema.Finite),
-    allow_training_without_logprobs: nullable(Schema.Boolean),
-    epsilon: nullable(Schema.Finite),
-    epsilon_high: nullable(Schema.Finite),
-    importance_sampling_level: nullable(ImportanceSamplingLevel),
-    kimi_k2_tau: nullable(Schema.Finite),
-    kl_penalty_coef: nullable(Schema.Finite),
-    kl_penalty_reference_step: nullable(Schema.Int),
-    kl_penalty_source: nullable(Schema.Literal("current_learner", "sample")),
-    kl_penalty_step_lag: nullable(Schema.Int),
-    kl_ref_adapter_path: nullable(Schema.String),
-    learning_rate: nullable(Schema.Finite),
-    logprob_calculation_chunk_size: nullable(Schema.Int),
-    loss_fn: nullable(Schema.Literal("cispo", "ppo")),
-    mask_prob_ratio: nullable(Schema.Boolean),
-    max_negative_advantage_importance_sampling_weight: nullable(Schema.Finite),
-    normalize_advantages: nullable(Schema.Boolean),
-    num_trajectories_learning_rate_multiplier_power: nullable(Schema.Finite),
-    packed_sequence_length: nullable(Schema.Int),
-    plot_tensors: nullable(Schema.Boolean),
-    ppo: nullable(Schema.Boolean),
-    precalculate_logprobs: nullable(Schema.Boolean),
-    scale_learning_rate_by_reward_std_dev: nullable(Schema.Boolean),
-    scale_rewards: nullable(Schema.Boolean),
-    truncated_importance_sampling: nullable(Schema.Finite)
+    advantage_balance: known(Schema.Finite),
+    allow_training_without_logprobs: known(Schema.Boolean),
+    epsilon: known(Schema.Finite),
+    epsilon_high: known(Schema.Finite),
+    importance_sampling_level: known(ImportanceSamplingLevel),
+    kimi_k2_tau: known(Schema.Finite),
+    kl_penalty_coef: known(Schema.Finite),
+    kl_penalty_reference_step: known(Schema.Int),
+    kl_penalty_source: known(Schema.Literal("current_learner", "sample")),
+    kl_penalty_step_lag: known(Schema.Int),
+    kl_ref_adapter_path: known(Schema.String),
+    learning_rate: known(Schema.Finite),
+    logprob_calculation_chunk_size: known(Schema.Int),
+    loss_fn: known(Schema.Literal("cispo", "ppo")),
+    mask_prob_ratio: known(Schema.Boolean),
+    max_negative_advantage_importance_sampling_weight: known(Schema.Finite),
+    normalize_advantages: known(Schema.Boolean),
+    num_trajectories_learning_rate_multiplier_power: known(Schema.Finite),
+    packed_sequence_length: known(Schema.Int),
+    plot_tensors: known(Schema.Boolean),
+    ppo: known(Schema.Boolean),
+    precalculate_logprobs: known(Schema.Boolean),
+    scale_learning_rate_by_reward_std_dev: known(Schema.Boolean),
+    scale_rewards: known(Schema.Boolean),
+    truncated_importance_sampling: known(Schema.Finite)
   },
   OtherKeys
 ).annotations({ identifier: "ExperimentalConfig" })
@@ -76,10 +79,10 @@ export type CreateTrainingJob = typeof CreateTrainingJob.Type
 /** `config` of an SFT job. Unknown keys are kept. */
 export const SftTrainingConfig = Schema.Struct(
   {
-    batch_size: nullable(Schema.Union(Schema.Int, Schema.Literal("auto"))),
-    learning_rate: nullable(Schema.Union(Schema.Finite, Schema.Array(Schema.Finite))),
-    metric_logging: nullable(JsonObject),
-    assistant_turns: Schema.optional(Schema.Literal("all", "last"))
+    batch_size: known(Schema.Union(Schema.Int, Schema.Literal("auto"))),
+    learning_rate: known(Schema.Union(Schema.Finite, Schema.Array(Schema.Finite))),
+    metric_logging: known(JsonObject),
+    assistant_turns: optionalKey(Schema.Literal("all", "last"))
   },
   OtherKeys
 ).annotations({ identifier: "SftTrainingConfig" })
@@ -106,14 +109,14 @@ export type CreateSftTrainingJob = typeof CreateSftTrainingJob.Type
 export const TrainingJob = Schema.Struct(
   {
     id: TrainingJobId,
-    status: Schema.optional(Schema.String),
-    model_id: Schema.optional(Schema.String),
-    kind: Schema.optional(Schema.String),
-    created_at: nullable(Schema.String),
-    started_at: nullable(Schema.String),
-    finished_at: nullable(Schema.String),
-    step: nullable(Schema.Int),
-    error_message: nullable(Schema.String)
+    status: optionalKey(Schema.String),
+    model_id: optionalKey(Schema.String),
+    kind: optionalKey(Schema.String),
+    created_at: known(Schema.String),
+    started_at: known(Schema.String),
+    finished_at: known(Schema.String),
+    step: known(Schema.Int),
+    error_message: known(Schema.String)
   },
   OtherKeys
 ).annotations({ identifier: "TrainingJob" })
@@ -136,14 +139,12 @@ const event = <Type extends TrainingJobEventType, A, I>(type: Type, data: Schema
   })
 
 /** The job started: `num_sequences` is the expected number of gradient steps. */
-export const TrainingStarted = event(
-  "training_started",
-  Schema.Struct({ num_sequences: nullable(Schema.Int) }, OtherKeys)
-)
+export const TrainingStarted = event("training_started", Schema.Struct({ num_sequences: known(Schema.Int) }, OtherKeys))
 /** @see {@link TrainingStarted} */
 export type TrainingStarted = typeof TrainingStarted.Type
 
-const metric = Schema.optional(Schema.Finite)
+/** A gradient-step metric: a number, or null when the service could not compute it. */
+const metric = optionalKey(Schema.NullOr(Schema.Finite))
 
 /** One gradient step's metrics (flat numbers; `group_metric_*` and others kept). */
 export const GradientStep = event(
@@ -177,7 +178,7 @@ export type TrainingEnded = typeof TrainingEnded.Type
 /** The job failed, with the service's message when it gave one. */
 export const TrainingFailed = event(
   "training_failed",
-  Schema.Struct({ error_message: nullable(Schema.String) }, OtherKeys)
+  Schema.Struct({ error_message: known(Schema.String) }, OtherKeys)
 )
 /** @see {@link TrainingFailed} */
 export type TrainingFailed = typeof TrainingFailed.Type

@@ -7,7 +7,7 @@
 import * as Schema from "effect/Schema"
 import { Choice } from "./ChatCompletion.js"
 import { Message, Tool } from "./ChatMessage.js"
-import { OtherKeys } from "./Json.js"
+import { OtherKeys, optionalKey } from "./Json.js"
 
 /** An entry of `messages_and_choices`: a plain message (context) or a choice (sampled, trainable). */
 export const MessageOrChoice = Schema.Union(Choice, Message).annotations({ identifier: "MessageOrChoice" })
@@ -89,7 +89,7 @@ export type LogRequest = typeof LogRequest.Type
  * null); the embedded backend returns the metrics it computed, as an extension.
  */
 export const LogResult = Schema.NullOr(
-  Schema.Struct({ metrics: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Finite })) }, OtherKeys)
+  Schema.Struct({ metrics: optionalKey(Schema.Record({ key: Schema.String, value: Schema.Finite })) }, OtherKeys)
 ).annotations({ identifier: "LogResult" })
 /** @see {@link LogResult} */
 export type LogResult = typeof LogResult.Type

@@ -1,0 +1,103 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Schema from "effect/Schema"
+import {
+  AssistantMessage,
+  CustomMessage,
+  GenericMessage,
+  SystemMessage,
+  ToolMessage,
+  UserMessage
+} from "../../src/api/ChatMessage.js"
+import { isChoice, LogRequest, MessageOrChoice, Trajectory } from "../../src/api/Trajectory.js"
+
+const firstChoice = {
+  index: 0,
+  message: {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "call_1", type: "function", function: { name: "add", arguments: '{"a":2,"b":2}' } }]
+  },
+  logprobs: {
+    content: [
+      { token: "add", logprob: -0.01, bytes: [97, 100, 100], top_logprobs: [{ token: "add", logprob: -0.01 }] },
+      { token: "(", logprob: -0.5, bytes: [40], top_logprobs: [] }
+    ]
+  },
+  finish_reason: "tool_calls"
+}
+
+const secondChoice = {
+  index: 0,
+  message: { role: "assistant", content: "2 + 2 = 4", reasoning_content: "Add them." },
+  logprobs: { content: [{ token: "4", logprob: -0.001, bytes: [52], top_logprobs: [] }] },
+  finish_reason: "stop",
+  stop_reason: null,
+  token_ids: [52]
+}
+
+const trajectory = {
+  messages_and_choices: [
+    { role: "system", content: "You add numbers." },
+    { role: "user", content: "What is 2 + 2?" },
+    firstChoice,
+    { role: "tool", content: "4", tool_call_id: "call_1" },
+    { role: "assistant", content: "Let me think" },
+    { role: "grader", content: "be brief" },
+    { author: { role: "assistant" }, content: [{ type: "text", text: "thinking" }], channel: "analysis" },
+    secondChoice
+  ],
+  reward: 1,
+  tools: [{ type: "function", function: { name: "add", parameters: { type: "object" } } }],
+  additional_histories: [{ messages_and_choices: [{ role: "user", content: "sub-task" }, secondChoice] }],
+  metrics: { correct: true, turns: 2 },
+  metadata: { scenario: "sum", difficulty: 1, reviewed: null },
+  logs: ["ok"],
+  start_time: "2025-01-01T00:00:00Z"
+}
+
+describe("Trajectory", () => {
+  it("decodes each entry of messages_and_choices to its kind", () => {
+    const decoded = Schema.decodeUnknownSync(Trajectory)(trajectory)
+    const entries = decoded.messages_and_choices
+    expect(entries.map(isChoice)).toStrictEqual([false, false, true, false, false, false, false, true])
+    const kinds = [
+      Schema.is(SystemMessage),
+      Schema.is(UserMessage),
+      null,
+      Schema.is(ToolMessage),
+      Schema.is(AssistantMessage),
+      Schema.is(CustomMessage),
+      Schema.is(GenericMessage)
+    ]
+    kinds.forEach((is, index) => {
+      if (is !== null) expect(is(entries[index]), `entry ${index}`).toBe(true)
+    })
+    expect(decoded).toStrictEqual(trajectory)
+  })
+
+  it("keeps a choice's logprobs, tool calls and token ids", () => {
+    const entries = Schema.decodeUnknownSync(Trajectory)(trajectory).messages_and_choices
+    const choices = entries.filter(isChoice)
+    expect(choices).toStrictEqual([firstChoice, secondChoice])
+    expect(choices[0]?.logprobs?.content?.map((entry) => entry.logprob)).toStrictEqual([-0.01, -0.5])
+    expect(choices[0]?.message.tool_calls?.[0]?.function.name).toBe("add")
+    expect(choices[1]?.token_ids).toStrictEqual([52])
+  })
+
+  it("a plain assistant message is context, not a choice", () => {
+    const entry = Schema.decodeUnknownSync(MessageOrChoice)({ role: "assistant", content: "prefill" })
+    expect(isChoice(entry)).toBe(false)
+  })
+
+  it("encodes back to the same JSON, inside a log request", () => {
+    const request = { split: "train", trajectory_groups: [{ trajectories: [trajectory] }] }
+    const decoded = Schema.decodeUnknownSync(LogRequest)(request)
+    expect(JSON.parse(JSON.stringify(Schema.encodeSync(LogRequest)(decoded)))).toStrictEqual(request)
+  })
+
+  it("needs messages_and_choices and a finite reward", () => {
+    expect(() => Schema.decodeUnknownSync(Trajectory)({ reward: 1 })).toThrow(/messages_and_choices/)
+    expect(() => Schema.decodeUnknownSync(Trajectory)({ messages_and_choices: [] })).toThrow(/reward/)
+    expect(() => Schema.decodeUnknownSync(Trajectory)({ messages_and_choices: [], reward: null })).toThrow(/reward/)
+  })
+})
