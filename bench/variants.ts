@@ -7,8 +7,9 @@
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
-import { Choice, TokenLogprob, TopLogprob } from "../src/api/ChatCompletion.js"
+import { Choice, TokenLogprob, TokenLogprobs, TopLogprob } from "../src/api/ChatCompletion.js"
 import { Message, Tool } from "../src/api/ChatMessage.js"
+import { withFastPath } from "../src/api/internal/fastPath.js"
 import { ModelId } from "../src/api/Model.js"
 import { ExperimentalConfig } from "../src/api/TrainingJob.js"
 import { type MessageOrChoice, Metadata, Metrics, RolloutException } from "../src/api/Trajectory.js"
@@ -17,73 +18,14 @@ import { type MessageOrChoice, Metadata, Metrics, RolloutException } from "../sr
 // hand-written guards: the same checks as the structs, without allocating
 // ---------------------------------------------------------------------------------------------------------
 
-// The guards mirror src/api/ChatCompletion.ts: `logprob` is `Schema.Finite`, `bytes` `Schema.Array(Schema.Int)`.
-
 /** `Schema.Array(Schema.Int)`: an array of safe integers. */
-export const isIntArray = (u: unknown): u is ReadonlyArray<number> => {
+const isIntArray = (u: unknown): u is ReadonlyArray<number> => {
   if (!Array.isArray(u)) return false
   for (let i = 0; i < u.length; i++) if (!Number.isSafeInteger(u[i])) return false
   return true
 }
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const isBytes = (u: unknown): boolean => u === undefined || u === null || isIntArray(u)
-
-/**
- * `TopLogprob`, and no keys besides its own: an object with excess keys is left to the schema, which drops them
- * (or keeps, or rejects them, per `onExcessProperty`).
- */
-export const isTopLogprob = (u: unknown): u is TopLogprob => {
-  if (!isObject(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
-  for (const key in u) if (key !== "token" && key !== "logprob" && key !== "bytes") return false
-  return true
-}
-
-/** `TokenLogprob`, and no keys besides its own (see {@link isTopLogprob}). */
-export const isTokenLogprob = (u: unknown): u is TokenLogprob => {
-  if (!isObject(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
-  const top = u.top_logprobs
-  if (top !== undefined) {
-    if (!Array.isArray(top)) return false
-    for (let i = 0; i < top.length; i++) if (!isTopLogprob(top[i])) return false
-  }
-  for (const key in u)
-    if (key !== "token" && key !== "logprob" && key !== "bytes" && key !== "top_logprobs") return false
-  return true
-}
-
-/** `Schema.Array(TokenLogprob)`. */
-export const isTokenLogprobArray = (u: unknown): u is ReadonlyArray<TokenLogprob> => {
-  if (!Array.isArray(u)) return false
-  for (let i = 0; i < u.length; i++) if (!isTokenLogprob(u[i])) return false
-  return true
-}
-
-/**
- * A schema that passes a value its guard accepts through as it is (no copy) and hands anything else to `full`,
- * so that invalid input fails with exactly the issue `full` reports. Only for schemas whose type and encoded
- * sides are the same (no transformations inside). The surrogate annotation makes JSON Schema, arbitraries,
- * pretty-printing and equivalence use `full`; the title keeps issue messages as they were.
- */
-export const withFastPath = <A>(full: Schema.Schema<A>, guard: (u: unknown) => u is A) =>
-  Schema.declare(
-    [full],
-    {
-      decode: (schema) => {
-        const slow = ParseResult.decodeUnknown(schema)
-        return (u, options) => (guard(u) ? ParseResult.succeed(u) : slow(u, options))
-      },
-      encode: (schema) => {
-        const slow = ParseResult.encodeUnknown(schema)
-        return (u, options) => (guard(u) ? ParseResult.succeed(u) : slow(u, options))
-      }
-    },
-    { title: String(full.ast), [AST.SurrogateAnnotationId]: full.ast }
-  )
-
-/** `Schema.Array(TokenLogprob)` with a fast path. */
-export const FastTokenLogprobs = withFastPath(Schema.Array(TokenLogprob), isTokenLogprobArray)
 
 /** `Schema.Array(Schema.Int)` with a fast path (the `bytes` of a token). */
 export const FastBytes = withFastPath(Schema.Array(Schema.Int), isIntArray)
@@ -96,14 +38,18 @@ export const FastBytes = withFastPath(Schema.Array(Schema.Int), isIntArray)
 export interface VariantOptions {
   /** `src`: `Union(Choice, Message)`; `message-first`: `Union(Message, Choice)`; `guarded`: see below. */
   readonly union?: "src" | "message-first" | "guarded"
-  /** `src`: the structs; `fast-bytes`: `bytes` through {@link FastBytes}; `fast-array`: {@link FastTokenLogprobs}. */
-  readonly tokens?: "src" | "fast-bytes" | "fast-array"
+  /**
+   * `src`: the library's `TokenLogprobs` (with its fast path); `plain`: `Schema.Array(TokenLogprob)` without it;
+   * `fast-bytes`: plain structs with only `bytes` through {@link FastBytes}.
+   */
+  readonly tokens?: "src" | "plain" | "fast-bytes"
 }
 
 const tokenLogprobsOf = (tokens: VariantOptions["tokens"]): Schema.Schema<ReadonlyArray<TokenLogprob>> => {
   switch (tokens) {
-    case "fast-array":
-      return FastTokenLogprobs
+    case "src":
+    case undefined:
+      return TokenLogprobs
     case "fast-bytes": {
       const optionalBytes = Schema.optional(Schema.NullOr(FastBytes))
       const Top = Schema.Struct({ ...TopLogprob.fields, bytes: optionalBytes }).annotations({
