@@ -1,0 +1,207 @@
+/**
+ * The local engine's speed: sampled tokens/s (one sequence at a time, and 32 decoded in lockstep), trained
+ * tokens/s, and the time of one RL step on 64 short trajectories (8 groups of 8 sharing a prompt, and 64
+ * distinct prompts), beside the FLOP/s of a plain typed-array matrix multiply (256^3, naive i-k-j over
+ * Float32Array) measured in the same run. Engine FLOPs are counted analytically (matrix products and
+ * attention; a training step is 3x the forward pass). Times are the best of several runs. Run:
+ * `npx tsx bench/engine.ts`.
+ */
+import { loadavg } from "node:os"
+import { makeAdamState } from "../src/local/engine/Optimizer.js"
+import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken, logSoftmaxInto, Policy } from "../src/local/engine/Policy.js"
+import { Rng } from "../src/local/engine/Random.js"
+import { type RlGroup, trainRl } from "../src/local/engine/Trainer.js"
+
+/**
+ * The best wall time (ms) of `fn` over `runs` runs after `warmup` untimed ones: the least disturbed by other
+ * processes on a shared machine (the load average is printed with the table).
+ */
+const time = (fn: () => void, runs: number, warmup = 2): number => {
+  for (let i = 0; i < warmup; i++) fn()
+  const ms: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now()
+    fn()
+    ms.push(performance.now() - t0)
+  }
+  return Math.min(...ms)
+}
+
+// --- Reference: a plain typed-array matrix multiply ---------------------------------------------------------
+const N = 256
+const A = new Float32Array(N * N)
+const B = new Float32Array(N * N)
+const C = new Float32Array(N * N)
+const rng = new Rng(1)
+for (let i = 0; i < N * N; i++) {
+  A[i] = rng.float() - 0.5
+  B[i] = rng.float() - 0.5
+}
+const matmul = (): void => {
+  C.fill(0)
+  for (let i = 0; i < N; i++) {
+    for (let k = 0; k < N; k++) {
+      const a = A[i * N + k]!
+      for (let j = 0; j < N; j++) C[i * N + j] = C[i * N + j]! + a * B[k * N + j]!
+    }
+  }
+}
+const refFlops = (2 * N * N * N) / (time(matmul, 7) / 1000)
+
+// --- The engine -------------------------------------------------------------------------------------------
+const config = DEFAULT_POLICY_CONFIG
+const policy = Policy.create(config, { seed: 1 })
+const V = config.vocabSize
+const d = config.dModel
+const blockFlops = 2 * config.nLayers * (4 * d * d + 2 * d * config.dFf)
+const attentionFlops = (context: number) => config.nLayers * 4 * d * context
+const headFlops = 2 * d * V
+
+const rows: Array<[string, string, string, number]> = []
+const add = (name: string, value: string, unit: string, flops: number) => rows.push([name, value, unit, flops])
+add("matmul 256^3 (naive i-k-j, Float32Array)", (refFlops / 1e9).toFixed(3), "GFLOP/s", refFlops)
+
+// Sampling: a 32-token prompt, then 32 sampled tokens (softmax at temperature 1).
+const prompt = Array.from({ length: 32 }, () => 32 + rng.int(90))
+const lp = new Float32Array(V)
+const sampleFrom = (logits: Float32Array, off: number): number => {
+  logSoftmaxInto(lp, 0, logits, off, V)
+  let u = rng.float()
+  for (let v = 0; v < V; v++) {
+    u -= Math.exp(lp[v]!)
+    if (u < 0) return v
+  }
+  return V - 1
+}
+const decodeFlops = forwardFlopsPerToken(config, 48) // mean context of the sampled tokens
+const GEN = 32
+const sequentialMs = time(() => {
+  const state = policy.prefill(prompt)
+  for (let i = 0; i < GEN; i++) policy.advance(state, sampleFrom(policy.logits(state), 0))
+}, 7)
+const seqTps = GEN / (sequentialMs / 1000)
+add("sampled tokens/s, 1 sequence", seqTps.toFixed(0), "tokens/s", seqTps * decodeFlops)
+const LANES = 32
+const logits = new Float32Array(LANES * V)
+const picks = new Int32Array(LANES)
+const batchedMs = time(() => {
+  const root = policy.prefill(prompt)
+  const states = Array.from({ length: LANES }, () => policy.fork(root))
+  for (let i = 0; i < GEN; i++) {
+    policy.logitsMany(states, logits)
+    for (let b = 0; b < LANES; b++) picks[b] = sampleFrom(logits, b * V)
+    policy.advanceMany(states, picks)
+  }
+}, 5)
+const batTps = (LANES * GEN) / (batchedMs / 1000)
+add(`sampled tokens/s, ${LANES} sequences in lockstep`, batTps.toFixed(0), "tokens/s", batTps * decodeFlops)
+
+// Training batches: 64 trajectories of a 32-token prompt and a 16-token completion.
+interface Batch {
+  readonly groups: Array<RlGroup>
+  readonly ids: Array<Int32Array>
+  readonly mask: Array<Uint8Array>
+}
+const makeBatch = (groups: number, perGroup: number, promptLen: number, completionLen: number): Batch => {
+  const out: Array<RlGroup> = []
+  for (let g = 0; g < groups; g++) {
+    const p = Array.from({ length: promptLen }, () => 32 + rng.int(90))
+    out.push({
+      items: Array.from({ length: perGroup }, (_, k) => {
+        const ids = Int32Array.from([...p, ...Array.from({ length: completionLen }, () => 32 + rng.int(90))])
+        const mask = Uint8Array.from(ids, (_, t) => (t >= promptLen ? 1 : 0))
+        const logprobs = Float32Array.from(ids, () => Number.NaN)
+        return { sequence: { ids, mask, logprobs }, reward: k % 2 }
+      })
+    })
+  }
+  const items = out.flatMap((g) => g.items)
+  return { groups: out, ids: items.map((i) => i.sequence.ids), mask: items.map((i) => i.sequence.mask) }
+}
+/** Training FLOPs of a batch: 3x the forward pass over its distinct rows (prefix tree) and its logit rows. */
+const trainFlopsOf = (batch: Batch): { readonly flops: number; readonly rows: number; readonly tokens: number } => {
+  const seen = new Set<string>()
+  const predicted = new Set<string>()
+  let flops = 0
+  let tokens = 0
+  batch.ids.forEach((ids, s) => {
+    tokens += ids.length
+    let key = ""
+    for (let t = 0; t < ids.length; t++) {
+      key += `${ids[t]},`
+      if (!seen.has(key)) {
+        seen.add(key)
+        flops += blockFlops + attentionFlops(t + 1)
+      }
+      if (t + 1 < ids.length && batch.mask[s]![t + 1] === 1 && !predicted.has(key)) {
+        predicted.add(key)
+        flops += headFlops
+      }
+    }
+  })
+  return { flops: 3 * flops, rows: seen.size, tokens }
+}
+
+const shared = makeBatch(8, 8, 32, 16)
+const sharedCost = trainFlopsOf(shared)
+const fwdBwdMs = time(() => {
+  policy.forwardBatch(shared.ids, shared.mask)
+  policy.zeroGrads()
+  policy.backwardBatch(shared.mask.map((m) => Float64Array.from(m, (x) => x * 1e-3)))
+}, 5)
+add(
+  `trained tokens/s (forward+backward, 64 x 48 tokens -> ${sharedCost.rows} rows)`,
+  (sharedCost.tokens / (fwdBwdMs / 1000)).toFixed(0),
+  "tokens/s",
+  sharedCost.flops / (fwdBwdMs / 1000)
+)
+
+const opt = makeAdamState(policy.parameterCount)
+const stepMs = time(() => trainRl(policy, opt, shared.groups, { learning_rate: 1e-4 }), 5)
+add(
+  "RL step, 64 trajectories (8 groups x 8, 32 + 16 tokens)",
+  stepMs.toFixed(0),
+  "ms",
+  sharedCost.flops / (stepMs / 1000)
+)
+const distinct = makeBatch(64, 1, 32, 16)
+// Groups of one are skipped, so pair them up as 32 groups of two distinct prompts' rollouts, rewards 0 and 1.
+const pairs: Array<RlGroup> = []
+for (let i = 0; i < 64; i += 2) {
+  const [a, b] = [distinct.groups[i]!.items[0]!, distinct.groups[i + 1]!.items[0]!]
+  pairs.push({ items: [a, { ...b, reward: 1 - a.reward }] })
+}
+const distinctCost = trainFlopsOf(distinct)
+const distinctMs = time(() => trainRl(policy, opt, pairs, { learning_rate: 1e-4 }), 3)
+add(
+  "RL step, 64 trajectories with distinct prompts (no sharing)",
+  distinctMs.toFixed(0),
+  "ms",
+  distinctCost.flops / (distinctMs / 1000)
+)
+
+// --- Table ----------------------------------------------------------------------------------------------
+const header = ["measurement", "value", "unit", "GFLOP/s", "of matmul"]
+const table = [
+  header,
+  ...rows.map(([name, value, unit, flops]) => [
+    name,
+    value,
+    unit,
+    (flops / 1e9).toFixed(3),
+    `${((100 * flops) / refFlops).toFixed(0)}%`
+  ])
+]
+const widths = header.map((_, c) => Math.max(...table.map((r) => r[c]!.length)))
+const line = (r: ReadonlyArray<string>) =>
+  r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join("  ")
+console.log(
+  `policy: ${policy.parameterCount} parameters (d=${d}, ${config.nLayers} layers, ${config.nHeads} heads, ` +
+    `ff=${config.dFf}, context ${config.contextLength}); node ${process.version}; ` +
+    `load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}; best of several runs`
+)
+console.log(line(table[0]!))
+console.log(widths.map((w) => "-".repeat(w)).join("  "))
+for (const r of table.slice(1)) console.log(line(r))

@@ -1,0 +1,869 @@
+/**
+ * The local engine's sampler: serves a chat-completions request (seed 4.3) from a `LanguageModel`, as a
+ * whole `ChatCompletion` (`complete`) or as the ordered `ChatCompletionChunk`s of a stream (`completeStream`).
+ * It follows the conventions of the vLLM OpenAI-compatible engine.
+ *
+ * Per step and choice, the next-token logits go through, in this order: the hard masks (`<|pad|>` never;
+ * `allowed_token_ids`; the constraint of `structured_outputs` / `response_format`), the soft masks
+ * (`bad_words`: a word's last token is banned where it would complete the word in the output; `min_tokens`:
+ * the stop tokens and `stop_token_ids` are banned until reached — dropped if they would leave nothing),
+ * `logit_bias` (added, clamped to [-100, 100]), the penalties (`repetition_penalty` over prompt and output
+ * tokens: positive logits divided, negative multiplied; `frequency_penalty` times the count and
+ * `presence_penalty` once per token seen in the output), then the token is chosen: greedily (argmax, lowest
+ * id on ties) when `temperature` is 0 (below 1e-5), else from softmax(logits / temperature) restricted by
+ * `min_p` (relative to the most likely token), then `top_k` (-1, 0 or null: all), then `top_p` (the smallest
+ * set of most likely tokens whose mass reaches it), by one uniform draw of the choice's generator.
+ *
+ * Logprobs (`logprobs`, `top_logprobs`) are those of the raw model distribution (log-softmax of the
+ * unprocessed logits), vLLM's default `raw_logprobs` mode: what the policy assigned, which is what training
+ * needs; `top_logprobs` lists the most likely tokens of that distribution in descending order.
+ *
+ * Stops: `<|eos|>` and `<|im_end|>` end a choice (`stop_reason` null) unless `ignore_eos`; a token of
+ * `stop_token_ids` ends it (`stop_reason` the id); a stop string (`stop`) ends it once the output text
+ * contains it (`stop_reason` the string) and cuts the text before it (after it with
+ * `include_stop_str_in_output`). Stop tokens are part of `token_ids` and of the logprobs but not of the text
+ * (unless `include_stop_str_in_output`). Stop strings are looked for once the output has more than
+ * `min_tokens` tokens. Reaching the token limit gives `finish_reason` `length`.
+ *
+ * Constrained decoding: a byte whose cost (the fewest bytes to a complete output after it) exceeds the
+ * tokens left is masked, so an output completes within the limit whenever it can; the stop tokens are
+ * allowed only where the output is complete, other special tokens never. With `ignore_eos` they are allowed
+ * only where the output cannot go on (and then end the choice). When masks leave no token at all, the choice
+ * ends (`stop`, `stop_reason` null).
+ *
+ * Seeds: choice `i` draws from a generator seeded with `seed + i` (int64 wrap-around); without `seed`, the
+ * base seed is drawn from `crypto.getRandomValues`. Greedy steps draw nothing.
+ *
+ * Accepted without effect, as the convention's engine does: `length_penalty` (beam search only),
+ * `spaces_between_special_tokens` (used, with `skip_special_tokens: false`), `include_reasoning`,
+ * `reasoning_effort`, `parallel_tool_calls` (no tool calls are generated: `tool_choice` is `none`), `user`,
+ * `cache_salt`, `kv_transfer_params`, `mm_processor_kwargs`, `vllm_xargs`, `disable_fallback`, `_backend`.
+ * Refused (`EngineError` naming the field): `use_beam_search`, `logits_processors`, `tool_choice` other
+ * than `none`, `structured_outputs.grammar` / `structural_tag` / `whitespace_pattern`, a `structural_tag`
+ * response format, `priority` other than 0.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  Choice,
+  ChunkChoice,
+  PromptLogprob,
+  TokenLogprob,
+  TopLogprob,
+  Usage
+} from "../../api/ChatCompletion.js"
+import { renderOptionsOf, renderPrompt } from "./ChatTemplate.js"
+import { type ByteAutomaton, Matcher } from "./constraint/Automaton.js"
+import { constraintOf } from "./constraint/Constraint.js"
+import { badRequest, EngineError, unsupported } from "./EngineError.js"
+import type { DecodeState, LanguageModel } from "./LanguageModel.js"
+import { Rng } from "./Random.js"
+import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
+
+/** Options of a completion that are not request fields. */
+export interface CompleteOptions {
+  /** The model name written in the response. */
+  readonly modelName: string
+  /** The time of the request in milliseconds since the epoch (default `Date.now()`); `created` is in seconds. */
+  readonly now?: number
+  /**
+   * The request id, e.g. from an `X-Request-Id` header (wins over the request's `request_id`, as in vLLM;
+   * default a random UUID); the response id is `chatcmpl-{id}`.
+   */
+  readonly requestId?: string
+}
+
+/** Temperatures below this are greedy. */
+const GREEDY_EPSILON = 1e-5
+/** The logprob written for a token of probability zero. */
+const MIN_LOGPROB = -9999
+
+/** A request checked and prepared for decoding. */
+interface Plan {
+  readonly promptIds: Array<number>
+  readonly role: string
+  readonly echo: string
+  readonly n: number
+  readonly maxTokens: number
+  readonly minTokens: number
+  readonly seed: bigint
+  readonly temperature: number
+  readonly topP: number
+  readonly topK: number
+  readonly minP: number
+  readonly frequencyPenalty: number
+  readonly presencePenalty: number
+  readonly repetitionPenalty: number
+  readonly biasIds: Int32Array
+  readonly biasValues: Float64Array
+  readonly allowed: Uint8Array | null
+  readonly badWords: ReadonlyArray<ReadonlyArray<number>>
+  readonly stopStrings: ReadonlyArray<{ readonly text: string; readonly bytes: Uint8Array }>
+  readonly stopTokenIds: ReadonlySet<number>
+  readonly includeStop: boolean
+  readonly ignoreEos: boolean
+  readonly skipSpecial: boolean
+  readonly spacesBetween: boolean
+  readonly logprobs: boolean
+  readonly topLogprobs: number
+  readonly promptLogprobs: number | null
+  readonly returnTokenIds: boolean
+  readonly tokensAsIds: boolean
+  readonly constraint: ByteAutomaton | null
+  readonly includeUsage: boolean
+  readonly continuousUsage: boolean
+}
+
+const isInt = (v: number): boolean => Number.isInteger(v)
+
+const randomSeed = (): bigint => {
+  const words = new Uint32Array(2)
+  crypto.getRandomValues(words)
+  return BigInt.asIntN(64, (BigInt(words[0]!) << 32n) | BigInt(words[1]!))
+}
+
+const checkRange = (param: string, value: number, ok: boolean, expected: string): void => {
+  if (!ok) throw badRequest(param, `${param} must be ${expected}, got ${value}`)
+}
+
+const tokenIdIn = (vocabSize: number, id: number): boolean => isInt(id) && id >= 0 && id < vocabSize
+
+/** Check a request and prepare its decoding; throws `EngineError`. */
+const plan = <S extends DecodeState>(model: LanguageModel<S>, request: ChatCompletionRequest): Plan => {
+  const vocab = model.vocabSize
+  if (request.priority !== undefined && request.priority !== 0) {
+    throw badRequest("priority", `Got priority ${request.priority} but Priority scheduling is not enabled.`)
+  }
+  if (request.use_beam_search === true) throw unsupported("use_beam_search", "beam search is not implemented")
+  if (request.logits_processors != null && request.logits_processors.length > 0) {
+    throw unsupported("logits_processors", "custom logits processors cannot be loaded")
+  }
+  const toolChoice: unknown = request.tool_choice
+  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== "none") {
+    throw unsupported("tool_choice", 'only "none" is supported')
+  }
+  if (request.stream_options != null && request.stream !== true) {
+    throw badRequest("stream_options", "stream_options is only allowed when stream is true")
+  }
+  if (request.prompt_logprobs != null && request.stream === true) {
+    throw badRequest("prompt_logprobs", "prompt_logprobs is not available when stream is true")
+  }
+  const n = request.n ?? 1
+  checkRange("n", n, isInt(n) && n >= 1, "an integer of at least 1")
+  const temperature = request.temperature ?? 1
+  checkRange("temperature", temperature, temperature >= 0, "non-negative")
+  const topP = request.top_p ?? 1
+  checkRange("top_p", topP, topP > 0 && topP <= 1, "in (0, 1]")
+  const topK = request.top_k ?? -1
+  checkRange("top_k", topK, isInt(topK) && topK >= -1, "-1, 0 (all tokens) or a positive integer")
+  const minP = request.min_p ?? 0
+  checkRange("min_p", minP, minP >= 0 && minP <= 1, "in [0, 1]")
+  const frequencyPenalty = request.frequency_penalty ?? 0
+  checkRange("frequency_penalty", frequencyPenalty, Math.abs(frequencyPenalty) <= 2, "in [-2, 2]")
+  const presencePenalty = request.presence_penalty ?? 0
+  checkRange("presence_penalty", presencePenalty, Math.abs(presencePenalty) <= 2, "in [-2, 2]")
+  const repetitionPenalty = request.repetition_penalty ?? 1
+  checkRange("repetition_penalty", repetitionPenalty, repetitionPenalty > 0, "greater than 0")
+  const logprobs = request.logprobs === true
+  const topLogprobs = request.top_logprobs ?? 0
+  checkRange(
+    "top_logprobs",
+    topLogprobs,
+    isInt(topLogprobs) && topLogprobs >= 0 && topLogprobs <= vocab,
+    `in [0, ${vocab}]`
+  )
+  if (topLogprobs > 0 && !logprobs) throw badRequest("top_logprobs", "top_logprobs needs logprobs set to true")
+  const promptLogprobs = request.prompt_logprobs ?? null
+  if (promptLogprobs !== null) {
+    checkRange(
+      "prompt_logprobs",
+      promptLogprobs,
+      isInt(promptLogprobs) && promptLogprobs >= -1 && promptLogprobs <= vocab,
+      `in [-1, ${vocab}]`
+    )
+  }
+  const minTokens = request.min_tokens ?? 0
+  checkRange("min_tokens", minTokens, isInt(minTokens) && minTokens >= 0, "a non-negative integer")
+
+  const biasIds: Array<number> = []
+  const biasValues: Array<number> = []
+  for (const [key, value] of Object.entries(request.logit_bias ?? {})) {
+    const id = Number(key)
+    if (!/^\d+$/.test(key) || !tokenIdIn(vocab, id)) {
+      throw badRequest(
+        "logit_bias",
+        `logit_bias: ${JSON.stringify(key)} is not a token id of this model (0..${vocab - 1})`
+      )
+    }
+    biasIds.push(id)
+    biasValues.push(Math.min(100, Math.max(-100, value)))
+  }
+  let allowed: Uint8Array | null = null
+  if (request.allowed_token_ids != null) {
+    if (request.allowed_token_ids.length === 0) throw badRequest("allowed_token_ids", "allowed_token_ids is empty")
+    allowed = new Uint8Array(vocab)
+    for (const id of request.allowed_token_ids) {
+      if (!tokenIdIn(vocab, id))
+        throw badRequest("allowed_token_ids", `allowed_token_ids contains out-of-vocabulary id ${id}`)
+      allowed[id] = 1
+    }
+  }
+  const badWords = (request.bad_words ?? []).map((word) => {
+    if (word === "") throw badRequest("bad_words", "bad_words may not contain an empty string")
+    return encode(word)
+  })
+  const stopList = request.stop == null ? [] : typeof request.stop === "string" ? [request.stop] : request.stop
+  const stopStrings = stopList.map((text) => {
+    if (text === "") throw badRequest("stop", "stop may not contain an empty string")
+    return { text, bytes: Uint8Array.from(encode(text)) }
+  })
+  const stopTokenIds = new Set(request.stop_token_ids ?? [])
+
+  const constraint = constraintOf(request)
+
+  const rendered = renderPrompt(request.messages, renderOptionsOf(request))
+  let promptIds = rendered.ids
+  const truncate = request.truncate_prompt_tokens
+  if (truncate != null) {
+    const keep = truncate === -1 ? model.contextLength : truncate
+    if (promptIds.length > keep) promptIds = promptIds.slice(promptIds.length - keep)
+  }
+  if (promptIds.length === 0) throw badRequest("messages", "The prompt is empty: there is nothing to complete")
+  const context = model.contextLength
+  const requested = request.max_completion_tokens ?? request.max_tokens ?? null
+  const maxParam = request.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens"
+  if (requested !== null) checkRange(maxParam, requested, isInt(requested) && requested >= 1, "at least 1")
+  if (requested === null && promptIds.length >= context) {
+    throw new EngineError({
+      kind: "ContextOverflow",
+      param: "messages",
+      message: `This model's maximum context length is ${context} tokens. However, your request has ${promptIds.length} input tokens. Please reduce the length of the input messages.`
+    })
+  }
+  const maxTokens = requested ?? context - promptIds.length
+  if (promptIds.length + maxTokens > context) {
+    throw new EngineError({
+      kind: "ContextOverflow",
+      param: "messages",
+      message: `This model's maximum context length is ${context} tokens. However, you requested ${promptIds.length + maxTokens} tokens (${promptIds.length} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`
+    })
+  }
+  if (minTokens > maxTokens)
+    throw badRequest("min_tokens", `min_tokens (${minTokens}) may not exceed the token limit (${maxTokens})`)
+
+  return {
+    promptIds,
+    role: rendered.role,
+    echo: request.echo === true ? rendered.echo : "",
+    n,
+    maxTokens,
+    minTokens,
+    seed: request.seed != null ? BigInt(Math.trunc(request.seed)) : randomSeed(),
+    temperature,
+    topP,
+    topK: Math.max(topK, 0),
+    minP,
+    frequencyPenalty,
+    presencePenalty,
+    repetitionPenalty,
+    biasIds: Int32Array.from(biasIds),
+    biasValues: Float64Array.from(biasValues),
+    allowed,
+    badWords,
+    stopStrings,
+    stopTokenIds,
+    includeStop: request.include_stop_str_in_output === true,
+    ignoreEos: request.ignore_eos === true,
+    skipSpecial: request.skip_special_tokens ?? true,
+    spacesBetween: request.spaces_between_special_tokens ?? true,
+    logprobs,
+    topLogprobs,
+    promptLogprobs,
+    returnTokenIds: request.return_token_ids === true,
+    tokensAsIds: request.return_tokens_as_token_ids === true,
+    constraint,
+    includeUsage: request.stream_options != null && request.stream_options.include_usage !== false,
+    continuousUsage: request.stream_options?.continuous_usage_stats === true
+  }
+}
+
+/** Buffers shared by the choices of one request (they step one at a time). */
+class Workspace {
+  readonly raw: Float32Array
+  readonly work: Float64Array
+  readonly probs: Float64Array
+  readonly order: Int32Array
+  readonly sorted: Float64Array
+  readonly ok: Uint8Array
+  readonly soft: Uint8Array
+
+  constructor(vocab: number) {
+    this.raw = new Float32Array(vocab)
+    this.work = new Float64Array(vocab)
+    this.probs = new Float64Array(vocab)
+    this.order = new Int32Array(vocab)
+    this.sorted = new Float64Array(vocab)
+    this.ok = new Uint8Array(vocab)
+    this.soft = new Uint8Array(vocab)
+  }
+}
+
+/** One sampled token, as a choice's step reports it. */
+interface Sampled {
+  readonly id: number
+  readonly logprob: TokenLogprob | null
+}
+
+const isStopId = (id: number): boolean => id === EOS || id === IM_END
+
+/** The log-sum-exp of logits. */
+const logSumExp = (logits: Float32Array): number => {
+  let max = Number.NEGATIVE_INFINITY
+  for (let i = 0; i < logits.length; i++) if (logits[i]! > max) max = logits[i]!
+  if (max === Number.NEGATIVE_INFINITY) return max
+  let sum = 0
+  for (let i = 0; i < logits.length; i++) sum += Math.exp(logits[i]! - max)
+  return max + Math.log(sum)
+}
+
+const clampLogprob = (v: number): number => (Number.isFinite(v) ? v : MIN_LOGPROB)
+
+/**
+ * The `k` ids of the largest values, in descending order (lowest id first on ties), written into `order`.
+ * Small `k` by insertion (no allocation), large `k` by sorting.
+ */
+const topIds = (values: ArrayLike<number>, k: number, order: Int32Array): Int32Array => {
+  const n = values.length
+  const m = Math.min(k, n)
+  if (m > 32) {
+    for (let i = 0; i < n; i++) order[i] = i
+    const all = order.subarray(0, n)
+    all.sort((a, b) => values[b]! - values[a]! || a - b)
+    return all.subarray(0, m)
+  }
+  let size = 0
+  for (let i = 0; i < n; i++) {
+    const v = values[i]!
+    if (size === m && !(v > values[order[m - 1]!]!)) continue
+    let j = size < m ? size++ : m - 1
+    while (j > 0 && v > values[order[j - 1]!]!) {
+      order[j] = order[j - 1]!
+      j--
+    }
+    order[j] = i
+  }
+  return order.subarray(0, size)
+}
+
+/** The decoding of one choice. */
+class ChoiceRun<S extends DecodeState> {
+  readonly output: Array<number> = []
+  /** The bytes of the visible output text (before any cut). */
+  readonly text: Array<number> = []
+  readonly logprobs: Array<TokenLogprob> = []
+  finished = false
+  finishReason: "stop" | "length" = "length"
+  stopReason: string | number | null = null
+  /** Where the text ends (a stop string cuts it), once finished. */
+  textEnd = 0
+  /** Bytes of text already streamed. */
+  streamed = 0
+  private state: S
+  private readonly rng: Rng
+  private readonly counts: Int32Array
+  private readonly seen: Array<number> = []
+  private readonly outSeen: Array<number> = []
+  private readonly promptMark: Uint8Array
+  private readonly matcher: Matcher | null
+  private lastSpecial = false
+
+  constructor(
+    private readonly model: LanguageModel<S>,
+    private readonly plan: Plan,
+    private readonly ws: Workspace,
+    state: S,
+    readonly index: number,
+    promptMark: Uint8Array
+  ) {
+    this.state = state
+    this.rng = new Rng(BigInt.asIntN(64, plan.seed + BigInt(index)))
+    this.counts = new Int32Array(model.vocabSize)
+    this.promptMark = promptMark
+    for (let id = 0; id < promptMark.length; id++) if (promptMark[id] === 1) this.seen.push(id)
+    this.matcher = plan.constraint === null ? null : new Matcher(plan.constraint)
+  }
+
+  /** Fill `ok` (hard masks) and `soft` (soft masks); false when no token is possible. */
+  private masks(): boolean {
+    const { ok, soft } = this.ws
+    const plan = this.plan
+    const vocab = ok.length
+    const left = plan.maxTokens - this.output.length
+    if (plan.allowed !== null) ok.set(plan.allowed)
+    else ok.fill(1)
+    if (PAD < vocab) ok[PAD] = 0
+    const m = this.matcher
+    if (m !== null) {
+      const costs = m.costs()
+      let within = false
+      for (let b = 0; b < 256 && b < vocab; b++) if (costs[b]! <= left) within = true
+      const end = m.canEnd()
+      // Out of budget: keep making progress towards a complete output.
+      const limit = within || end ? left : Number.POSITIVE_INFINITY
+      for (let b = 0; b < 256 && b < vocab; b++) if (!(costs[b]! <= limit)) ok[b] = 0
+      // The end of turn where the output is complete (with ignore_eos: only where it cannot go on).
+      const stops = end && (!plan.ignoreEos || !within)
+      for (let id = 256; id < vocab; id++) if (!(stops && isStopId(id))) ok[id] = 0
+    }
+    let anyOk = false
+    for (let i = 0; i < vocab; i++) {
+      if (ok[i] === 1) {
+        anyOk = true
+        break
+      }
+    }
+    if (!anyOk) return false
+    soft.fill(1)
+    const out = this.output
+    for (const word of plan.badWords) {
+      const last = word.length - 1
+      if (last > out.length) continue
+      let match = true
+      for (let j = 0; j < last; j++) {
+        if (out[out.length - last + j] !== word[j]) {
+          match = false
+          break
+        }
+      }
+      if (match && word[last]! < vocab) soft[word[last]!] = 0
+    }
+    if (out.length < plan.minTokens) {
+      for (const id of STOP_IDS) if (id < vocab) soft[id] = 0
+      for (const id of plan.stopTokenIds) if (id >= 0 && id < vocab) soft[id] = 0
+    }
+    let anyBoth = false
+    for (let i = 0; i < vocab; i++) {
+      if (ok[i] === 1 && soft[i] === 1) {
+        anyBoth = true
+        break
+      }
+    }
+    if (anyBoth) for (let i = 0; i < vocab; i++) ok[i] = ok[i]! & soft[i]!
+    return true
+  }
+
+  /** Choose the next token from the processed logits in `work` (masked entries are -Infinity). */
+  private choose(): number {
+    const { work, probs, order } = this.ws
+    const plan = this.plan
+    const vocab = work.length
+    let best = -1
+    let max = Number.NEGATIVE_INFINITY
+    for (let i = 0; i < vocab; i++) {
+      if (work[i]! > max) {
+        max = work[i]!
+        best = i
+      }
+    }
+    if (best < 0) {
+      // Every allowed token has a logit of -Infinity: take the first allowed one.
+      const ok = this.ws.ok
+      for (let i = 0; i < vocab; i++) if (ok[i] === 1) return i
+      return 0
+    }
+    if (plan.temperature < GREEDY_EPSILON) return best
+    let count = 0
+    const inv = 1 / plan.temperature
+    for (let i = 0; i < vocab; i++) {
+      const p = work[i]! === Number.NEGATIVE_INFINITY ? 0 : Math.exp((work[i]! - max) * inv)
+      // min_p: relative to the most likely token, whose unnormalised probability is 1.
+      if (p > 0 && p >= plan.minP) {
+        probs[i] = p
+        order[count++] = i
+      } else probs[i] = 0
+    }
+    if ((plan.topK > 0 && plan.topK < count) || plan.topP < 1) this.restrict(count)
+    let total = 0
+    for (let j = 0; j < count; j++) total += probs[order[j]!]!
+    let u = this.rng.float() * total
+    let last = order[0]!
+    for (let j = 0; j < count; j++) {
+      const id = order[j]!
+      const p = probs[id]!
+      if (p === 0) continue
+      last = id
+      u -= p
+      if (u < 0) return id
+    }
+    return last
+  }
+
+  /**
+   * Apply `top_k` then `top_p` to the `count` candidates in `order` (by id): the kept ones are the most
+   * likely (lowest id first on ties); the others get probability 0. Sorts a copy of the values natively.
+   */
+  private restrict(count: number): void {
+    const { probs, order, sorted } = this.ws
+    const plan = this.plan
+    const values = sorted.subarray(0, count)
+    for (let j = 0; j < count; j++) values[j] = probs[order[j]!]!
+    values.sort()
+    // values ascending: the j-th most likely is values[count - 1 - j].
+    let keep = plan.topK > 0 && plan.topK < count ? plan.topK : count
+    if (plan.topP < 1) {
+      let total = 0
+      for (let j = 0; j < keep; j++) total += values[count - 1 - j]!
+      let cum = 0
+      let k = 0
+      while (k < keep && cum < plan.topP * total) cum += values[count - 1 - k++]!
+      keep = Math.max(1, k)
+    }
+    const threshold = values[count - keep]!
+    let ties = 0
+    for (let j = count - keep; j < count; j++) if (values[j] === threshold) ties++
+    for (let j = 0; j < count; j++) {
+      const id = order[j]!
+      const p = probs[id]!
+      if (p > threshold) continue
+      if (p === threshold && ties > 0) ties--
+      else probs[id] = 0
+    }
+  }
+
+  private logprobEntry(id: number, logits: Float32Array, lse: number): TokenLogprob {
+    const plan = this.plan
+    const token = (t: number) => (plan.tokensAsIds ? `token_id:${t}` : tokenString(t))
+    const top: Array<TopLogprob> = []
+    if (plan.topLogprobs > 0) {
+      for (const t of topIds(logits, plan.topLogprobs, this.ws.order)) {
+        top.push({ token: token(t), logprob: clampLogprob(logits[t]! - lse), bytes: tokenBytes(t) })
+      }
+    }
+    return { token: token(id), logprob: clampLogprob(logits[id]! - lse), bytes: tokenBytes(id), top_logprobs: top }
+  }
+
+  /** Append a token's contribution to the visible text. */
+  private appendText(id: number): void {
+    const plan = this.plan
+    if (!isSpecial(id)) {
+      if (id < 256) {
+        if (this.lastSpecial && plan.spacesBetween && !plan.skipSpecial) this.text.push(0x20)
+        this.lastSpecial = false
+        this.text.push(id)
+      }
+      return
+    }
+    if (plan.skipSpecial) return
+    if (plan.spacesBetween && this.text.length > 0) this.text.push(0x20)
+    for (const b of tokenBytes(id)) this.text.push(b)
+    this.lastSpecial = true
+  }
+
+  private finish(reason: "stop" | "length", stopReason: string | number | null, textEnd: number): void {
+    this.finished = true
+    this.finishReason = reason
+    this.stopReason = stopReason
+    this.textEnd = textEnd
+  }
+
+  /** Sample one token; null when the choice ended without one (no token was possible). */
+  step(): Sampled | null {
+    const plan = this.plan
+    const ws = this.ws
+    if (!this.masks()) {
+      this.finish("stop", null, this.text.length)
+      return null
+    }
+    const logits = this.model.logits(this.state, ws.raw)
+    const vocab = logits.length
+    const work = ws.work
+    const ok = ws.ok
+    for (let i = 0; i < vocab; i++) work[i] = ok[i] === 1 ? logits[i]! : Number.NEGATIVE_INFINITY
+    for (let j = 0; j < plan.biasIds.length; j++) {
+      const id = plan.biasIds[j]!
+      work[id] = work[id]! + plan.biasValues[j]!
+    }
+    const r = plan.repetitionPenalty
+    if (r !== 1) {
+      for (const id of this.seen) {
+        const v = work[id]!
+        work[id] = v > 0 ? v / r : v * r
+      }
+    }
+    if (plan.frequencyPenalty !== 0 || plan.presencePenalty !== 0) {
+      for (const id of this.outSeen)
+        work[id] = work[id]! - plan.frequencyPenalty * this.counts[id]! - plan.presencePenalty
+    }
+    const id = this.choose()
+    const entry = plan.logprobs ? this.logprobEntry(id, logits, logSumExp(logits)) : null
+    if (entry !== null) this.logprobs.push(entry)
+    this.output.push(id)
+    if (this.counts[id] === 0) {
+      this.outSeen.push(id)
+      if (this.promptMark[id] !== 1) this.seen.push(id)
+    }
+    this.counts[id]!++
+    const m = this.matcher
+    const constrainedEnd = m !== null && isStopId(id) && m.canEnd()
+    if (m !== null && id < 256) m.advance(id)
+
+    if (isStopId(id) && (!plan.ignoreEos || constrainedEnd)) {
+      if (plan.includeStop) this.appendText(id)
+      this.finish("stop", null, this.text.length)
+    } else if (plan.stopTokenIds.has(id)) {
+      if (plan.includeStop) this.appendText(id)
+      this.finish("stop", id, this.text.length)
+    } else {
+      const before = this.text.length
+      this.appendText(id)
+      if (plan.stopStrings.length > 0 && this.output.length > plan.minTokens) this.findStop(before)
+      if (!this.finished && this.output.length >= plan.maxTokens) this.finish("length", null, this.text.length)
+    }
+    if (!this.finished) this.model.advance(this.state, id)
+    return { id, logprob: entry }
+  }
+
+  /** Look for a stop string ending in the text appended after `before` (the first of the list that matches). */
+  private findStop(before: number): void {
+    const text = this.text
+    for (const stop of this.plan.stopStrings) {
+      const s = stop.bytes
+      const last = text.length - s.length
+      for (let at = Math.max(0, before - s.length + 1); at <= last; at++) {
+        let match = true
+        for (let j = 0; j < s.length; j++) {
+          if (text[at + j] !== s[j]) {
+            match = false
+            break
+          }
+        }
+        if (match) {
+          this.finish("stop", stop.text, this.plan.includeStop ? at + s.length : at)
+          return
+        }
+      }
+    }
+  }
+
+  /**
+   * The end of the text that may be streamed now: all of it once finished; else short of a possible stop
+   * string's beginning and of an incomplete UTF-8 character.
+   */
+  streamable(): number {
+    if (this.finished) return this.textEnd
+    const text = this.text
+    let end = text.length
+    if (this.plan.stopStrings.length > 0 && !this.plan.includeStop) {
+      let longest = 0
+      for (const s of this.plan.stopStrings) longest = Math.max(longest, s.bytes.length)
+      end = Math.max(0, end - (longest - 1))
+    }
+    // Back off to a character boundary: the last lead byte before `end` must have its continuations.
+    let lead = end - 1
+    while (lead >= 0 && (text[lead]! & 0xc0) === 0x80 && end - lead < 4) lead--
+    if (lead >= 0) {
+      const b = text[lead]!
+      const need = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1
+      if (end - lead < need) end = lead
+    }
+    return Math.max(end, this.streamed)
+  }
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: false })
+const textOf = (bytes: ReadonlyArray<number>, from: number, to: number): string =>
+  from >= to ? "" : decoder.decode(Uint8Array.from(bytes.slice(from, to)))
+
+/** A prepared request: the plan, the prompt state and the choices' runs. */
+class Job<S extends DecodeState> {
+  readonly runs: Array<ChoiceRun<S>>
+  readonly created: number
+  readonly id: string
+  readonly promptLogprobs: Array<{ [id: string]: PromptLogprob } | null> | null
+
+  constructor(
+    readonly model: LanguageModel<S>,
+    readonly request: ChatCompletionRequest,
+    readonly plan: Plan,
+    readonly options: CompleteOptions
+  ) {
+    const ws = new Workspace(model.vocabSize)
+    const promptMark = new Uint8Array(model.vocabSize)
+    for (const id of plan.promptIds) if (id >= 0 && id < promptMark.length) promptMark[id] = 1
+    const base = model.prefill(plan.promptIds)
+    this.runs = []
+    for (let i = 0; i < plan.n; i++) {
+      const state = i === plan.n - 1 ? base : model.fork(base)
+      this.runs.push(new ChoiceRun(model, plan, ws, state, i, promptMark))
+    }
+    this.created = Math.floor((options.now ?? Date.now()) / 1000)
+    this.id = `chatcmpl-${options.requestId ?? request.request_id ?? crypto.randomUUID()}`
+    this.promptLogprobs = plan.promptLogprobs === null ? null : this.computePromptLogprobs(plan.promptLogprobs)
+  }
+
+  private computePromptLogprobs(k: number): Array<{ [id: string]: PromptLogprob } | null> {
+    const { model, plan } = this
+    const ids = plan.promptIds
+    const scores = ids.length > 1 ? model.scoreTokens(ids, 1) : new Float32Array(0)
+    const token = (t: number) => (plan.tokensAsIds ? `token_id:${t}` : tokenString(t))
+    const out: Array<{ [id: string]: PromptLogprob } | null> = [null]
+    const top = k === -1 ? model.vocabSize : k
+    let state: S | null = top > 0 && ids.length > 1 ? model.prefill([ids[0]!]) : null
+    const order = new Int32Array(model.vocabSize)
+    const buffer = new Float32Array(model.vocabSize)
+    for (let t = 1; t < ids.length; t++) {
+      const id = ids[t]!
+      const entry: { [id: string]: PromptLogprob } = {}
+      if (state !== null) {
+        const logits = model.logits(state, buffer)
+        const lse = logSumExp(logits)
+        let rank = 1
+        for (let i = 0; i < logits.length; i++) if (logits[i]! > logits[id]!) rank++
+        entry[String(id)] = { logprob: clampLogprob(scores[t - 1]!), rank, decoded_token: token(id) }
+        const alternatives = topIds(logits, top, order)
+        for (let j = 0; j < alternatives.length; j++) {
+          const a = alternatives[j]!
+          if (a !== id)
+            entry[String(a)] = { logprob: clampLogprob(logits[a]! - lse), rank: j + 1, decoded_token: token(a) }
+        }
+        if (t < ids.length - 1) model.advance(state, id)
+        else state = null
+      } else entry[String(id)] = { logprob: clampLogprob(scores[t - 1]!), decoded_token: token(id) }
+      out.push(entry)
+    }
+    return out
+  }
+
+  usage(): Usage {
+    const prompt = this.plan.promptIds.length
+    let completion = 0
+    for (const run of this.runs) completion += run.output.length
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+  }
+
+  choiceOf(run: ChoiceRun<S>): Choice {
+    const plan = this.plan
+    const content = plan.echo + textOf(run.text, 0, run.textEnd)
+    const choice: {
+      -readonly [K in keyof Choice]: Choice[K]
+    } = {
+      index: run.index,
+      message: { role: plan.role, content },
+      logprobs: plan.logprobs ? { content: run.logprobs } : null,
+      finish_reason: run.finishReason,
+      stop_reason: run.stopReason
+    }
+    if (plan.returnTokenIds) choice.token_ids = [...run.output]
+    return choice
+  }
+
+  /** Run every choice to its end. */
+  runAll(): ChatCompletion {
+    for (const run of this.runs) while (!run.finished) run.step()
+    const response: { -readonly [K in keyof ChatCompletion]: ChatCompletion[K] } = {
+      id: this.id,
+      object: "chat.completion",
+      created: this.created,
+      model: this.options.modelName,
+      choices: this.runs.map((run) => this.choiceOf(run)),
+      usage: this.usage()
+    }
+    if (this.promptLogprobs !== null) response.prompt_logprobs = this.promptLogprobs
+    if (this.plan.returnTokenIds) response.prompt_token_ids = [...this.plan.promptIds]
+    return response
+  }
+
+  private chunk(choices: Array<ChunkChoice>, extra?: Partial<ChatCompletionChunk>): ChatCompletionChunk {
+    const chunk: { -readonly [K in keyof ChatCompletionChunk]: ChatCompletionChunk[K] } = {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.options.modelName,
+      choices,
+      ...extra
+    }
+    if (this.plan.continuousUsage && chunk.usage === undefined) chunk.usage = this.usage()
+    return chunk
+  }
+
+  /** Stream the choices in lockstep: role chunks first, then one chunk per sampled token, then usage. */
+  *stream(): Generator<ChatCompletionChunk> {
+    const plan = this.plan
+    let first = true
+    for (const run of this.runs) {
+      const extra: Partial<ChatCompletionChunk> =
+        first && plan.returnTokenIds ? { prompt_token_ids: [...plan.promptIds] } : {}
+      first = false
+      yield this.chunk(
+        [{ index: run.index, delta: { role: plan.role, content: "" }, logprobs: null, finish_reason: null }],
+        extra
+      )
+      if (plan.echo !== "") {
+        yield this.chunk([{ index: run.index, delta: { content: plan.echo }, logprobs: null, finish_reason: null }])
+      }
+    }
+    let active = this.runs.filter((run) => !run.finished)
+    while (active.length > 0) {
+      for (const run of active) {
+        const sampled = run.step()
+        const end = run.streamable()
+        const content = textOf(run.text, run.streamed, end)
+        run.streamed = end
+        const choice: { -readonly [K in keyof ChunkChoice]: ChunkChoice[K] } = {
+          index: run.index,
+          delta: { content },
+          logprobs: plan.logprobs ? { content: sampled?.logprob != null ? [sampled.logprob] : [] } : null,
+          finish_reason: run.finished ? run.finishReason : null
+        }
+        if (run.finished) choice.stop_reason = run.stopReason
+        if (plan.returnTokenIds) choice.token_ids = sampled === null ? [] : [sampled.id]
+        yield this.chunk([choice])
+      }
+      active = active.filter((run) => !run.finished)
+    }
+    if (plan.includeUsage) yield this.chunk([], { usage: this.usage() })
+  }
+}
+
+/**
+ * Serve a chat-completions request as a whole response. Throws `EngineError` for a request it refuses
+ * (before any decoding).
+ */
+export const complete = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  options: CompleteOptions
+): ChatCompletion => new Job(model, request, plan(model, request), options).runAll()
+
+/**
+ * Serve a chat-completions request as the chunks of a stream, in order: one role chunk per choice (the
+ * first with `prompt_token_ids` when `return_token_ids`), the echoed text if any, then one chunk per sampled
+ * token (choices in lockstep; the last chunk of a choice has `finish_reason`), then, with `stream_options`
+ * (`include_usage` not false), a usage chunk with no choices. The request is checked before this returns
+ * (throwing `EngineError`); decoding happens as the chunks are pulled. The concatenated `content` deltas
+ * equal the non-streamed content for the same seed.
+ */
+export const completeStream = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  options: CompleteOptions
+): Generator<ChatCompletionChunk> => new Job(model, request, plan(model, request), options).stream()
+
+/** `complete` as an effect: a refused request fails with `EngineError`; anything else is a defect. */
+export const completeEffect = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  options: CompleteOptions
+): Effect.Effect<ChatCompletion, EngineError> =>
+  Effect.suspend(() => {
+    try {
+      return Effect.succeed(complete(model, request, options))
+    } catch (error) {
+      if (error instanceof EngineError) return Effect.fail(error)
+      return Effect.die(error)
+    }
+  })

@@ -1,0 +1,103 @@
+/**
+ * The constraint of a chat-completions request: `structured_outputs` (`choice`, `regex`, `json`,
+ * `json_object`) or `response_format` (`json_object`, `json_schema`), compiled to a `ByteAutomaton`. Fields
+ * this engine cannot honour (`grammar`, `structural_tag`, `whitespace_pattern`, a `structural_tag` response
+ * format, schema keywords or regex features outside the subsets) are `EngineError`s naming them. The
+ * output is always compact: `disable_any_whitespace` and `disable_additional_properties` hold trivially.
+ *
+ * @since 0.1.0
+ */
+import type { ChatCompletionRequest } from "../../../api/ChatCompletion.js"
+import type { JsonValue } from "../../../api/Json.js"
+import { badRequest, EngineError, unsupported } from "../EngineError.js"
+import { ByteAutomaton, literal, type Node, TooComplexError } from "./Automaton.js"
+import { choiceNode } from "./Choice.js"
+import { compileJsonSchema, jsonObjectNode, SchemaError } from "./JsonSchema.js"
+import { parseRegex, RegexError } from "./Regex.js"
+
+interface Source {
+  readonly param: string
+  readonly build: () => Node
+}
+
+const parseSchema = (schema: string | JsonValue, param: string): JsonValue => {
+  if (typeof schema !== "string") return schema
+  try {
+    return JSON.parse(schema) as JsonValue
+  } catch (cause) {
+    throw badRequest(param, `${param} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}`)
+  }
+}
+
+const sourcesOf = (request: ChatCompletionRequest): Array<Source> => {
+  const sources: Array<Source> = []
+  const so = request.structured_outputs
+  if (so != null) {
+    if (so.grammar != null) throw unsupported("structured_outputs.grammar", "use regex, json or choice")
+    if (so.structural_tag != null) throw unsupported("structured_outputs.structural_tag")
+    if (so.whitespace_pattern != null) {
+      throw unsupported("structured_outputs.whitespace_pattern", "outputs are always written without whitespace")
+    }
+    if (so.choice != null) {
+      const choices = so.choice
+      if (choices.length === 0) throw badRequest("structured_outputs.choice", "structured_outputs.choice is empty")
+      sources.push({ param: "structured_outputs.choice", build: () => choiceNode(choices) })
+    }
+    if (so.regex != null) {
+      const regex = so.regex
+      sources.push({ param: "structured_outputs.regex", build: () => parseRegex(regex) })
+    }
+    if (so.json != null) {
+      const schema = parseSchema(so.json, "structured_outputs.json")
+      sources.push({ param: "structured_outputs.json", build: () => compileJsonSchema(schema) })
+    }
+    if (so.json_object === true) sources.push({ param: "structured_outputs.json_object", build: jsonObjectNode })
+  }
+  const rf = request.response_format
+  if (rf != null) {
+    if (rf.type === "structural_tag") throw unsupported("response_format", "the structural_tag response format")
+    if (rf.type === "json_object") sources.push({ param: "response_format", build: jsonObjectNode })
+    if (rf.type === "json_schema") {
+      const spec = "json_schema" in rf ? rf.json_schema : undefined
+      if (spec == null) throw badRequest("response_format", "response_format of type json_schema needs json_schema")
+      const schema: JsonValue = spec.schema ?? {}
+      sources.push({ param: "response_format.json_schema.schema", build: () => compileJsonSchema(schema) })
+    }
+  }
+  return sources
+}
+
+/** The compiled constraint of a request, or null when its output is free. Throws `EngineError`. */
+export const constraintOf = (request: ChatCompletionRequest): ByteAutomaton | null => {
+  const sources = sourcesOf(request)
+  if (sources.length === 0) return null
+  if (sources.length > 1) {
+    throw badRequest(
+      sources[1]!.param,
+      `Only one kind of structured output may be requested, got ${sources.map((s) => s.param).join(" and ")}`
+    )
+  }
+  const source = sources[0]!
+  let automaton: ByteAutomaton
+  try {
+    automaton = new ByteAutomaton(source.build())
+  } catch (cause) {
+    if (cause instanceof RegexError || cause instanceof SchemaError) {
+      throw new EngineError({
+        kind: cause.unsupported ? "Unsupported" : "BadRequest",
+        param: source.param,
+        message: `${source.param}: ${cause.message}`
+      })
+    }
+    if (cause instanceof TooComplexError) throw badRequest(source.param, `${source.param}: ${cause.message}`)
+    throw cause
+  }
+  if (automaton.minLength === Number.POSITIVE_INFINITY) {
+    throw badRequest(source.param, `${source.param}: no output can satisfy the constraint`)
+  }
+  return automaton
+}
+
+/** A constraint of a fixed set of strings (the same as `structured_outputs.choice`). */
+export const choiceConstraint = (choices: ReadonlyArray<string>): ByteAutomaton =>
+  new ByteAutomaton(choices.length === 1 ? literal(choices[0]!) : choiceNode(choices))
