@@ -82,6 +82,21 @@ const completion = {
   usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 }
 }
 
+/** The page of `all` that `after` and `limit` ask for, in the cursor page envelope. */
+const cursorPage = <A extends { readonly id: string }>(all: ReadonlyArray<A>, query: URLSearchParams) => {
+  const after = query.get("after")
+  const start = after === null ? 0 : all.findIndex((item) => item.id === after) + 1
+  const limit = Number(query.get("limit") ?? 20)
+  const data = all.slice(start, start + limit)
+  return {
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? "",
+    last_id: data.at(-1)?.id ?? "",
+    has_more: start + limit < all.length
+  }
+}
+
 /** The default replies: shapes of the OpenAPI documents. */
 const defaults: ReadonlyArray<readonly [string, string, Handler]> = [
   ["POST", "/v1/chat/completions", () => ({ json: completion })],
@@ -125,19 +140,7 @@ const defaults: ReadonlyArray<readonly [string, string, Handler]> = [
       // Three checkpoints, steps 0..2, paged by `after` and `limit`, in `order`.
       const all = [0, 1, 2].map((step) => ({ id: ids.checkpoint(step), step, metrics: { reward: step / 2 } }))
       if (r.query.get("order") === "desc") all.reverse()
-      const after = r.query.get("after")
-      const start = after === null ? 0 : all.findIndex((c) => c.id === after) + 1
-      const limit = Number(r.query.get("limit") ?? 20)
-      const data = all.slice(start, start + limit)
-      return {
-        json: {
-          object: "list",
-          data,
-          first_id: data[0]?.id ?? "",
-          last_id: data.at(-1)?.id ?? "",
-          has_more: start + limit < all.length
-        }
-      }
+      return { json: cursorPage(all, r.query) }
     }
   ],
   ["POST", "/v1/preview/models/:id/log", () => ({ body: "" })],
@@ -154,19 +157,7 @@ const defaults: ReadonlyArray<readonly [string, string, Handler]> = [
         { id: ids.event(2), type: "gradient_step", data: { loss: 0.25, grad_norm: 1.25 } },
         { id: ids.event(3), type: "training_ended", data: {} }
       ]
-      const after = r.query.get("after")
-      const start = after === null ? 0 : all.findIndex((e) => e.id === after) + 1
-      const limit = Number(r.query.get("limit") ?? 20)
-      const data = all.slice(start, start + limit)
-      return {
-        json: {
-          object: "list",
-          data,
-          first_id: data[0]?.id ?? "",
-          last_id: data.at(-1)?.id ?? "",
-          has_more: start + limit < all.length
-        }
-      }
+      return { json: cursorPage(all, r.query) }
     }
   ],
   ["GET", "/v1/health", () => ({ json: { status: "ok" } })],
