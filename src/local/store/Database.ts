@@ -1,0 +1,87 @@
+/**
+ * The local backend's SQLite database: one file, `<dataDir>/effect-rl.sqlite`, through `@effect/sql-sqlite-node`
+ * (better-sqlite3, one connection shared by the process).
+ *
+ * ## Durability
+ * The journal is in WAL mode with `synchronous = FULL`: a transaction is on disk when its `COMMIT` returns, so
+ * a response the server sends after a store write survives `kill -9` and power loss. Every multi-row write of
+ * the store runs in one transaction, so nothing is ever visible half-written.
+ *
+ * ## Migrations
+ * Run by `@effect/sql`'s `Migrator` from an in-code list when the layer is built, recorded in the
+ * `effect_sql_migrations` table; reopening a migrated database runs nothing.
+ *
+ * @since 0.1.0
+ */
+import { mkdirSync } from "node:fs"
+import { join } from "node:path"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { migrations } from "./internal/migrations.js"
+
+/** The database file's name inside the data directory. */
+export const FILE_NAME = "effect-rl.sqlite"
+
+/** The table `Migrator` records applied migrations in. */
+export const MIGRATIONS_TABLE = "effect_sql_migrations"
+
+/** The database file of a data directory. */
+export const filename = (dataDir: string): string => join(dataDir, FILE_NAME)
+
+/**
+ * Sets the connection's pragmas (`synchronous = FULL`, foreign keys, a busy timeout) and runs the pending
+ * migrations, returning the ones it ran as `[id, name]`.
+ */
+export const migrate: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  never,
+  SqlClient.SqlClient
+> = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe("PRAGMA synchronous = FULL")
+  yield* sql.unsafe("PRAGMA foreign_keys = ON")
+  yield* sql.unsafe("PRAGMA busy_timeout = 5000")
+  return yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE })
+}).pipe(Effect.orDie, Effect.withSpan("Database.migrate"))
+
+/** A real query for health checks: succeeds with true when the database answers. */
+export const ping: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql`SELECT 1 AS ok`
+).pipe(
+  Effect.as(true),
+  Effect.catchAllCause(() => Effect.succeed(false))
+)
+
+/** Options of {@link layerFile}. */
+export interface FileOptions {
+  /** The database file; created, with its migrations, when missing. */
+  readonly filename: string
+}
+
+/** The database in a given file (WAL, `synchronous = FULL`, foreign keys on), migrated. */
+export const layerFile = (options: FileOptions): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> =>
+  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(SqliteClient.layer({ filename: options.filename })), Layer.orDie)
+
+/** Options of {@link layer}. */
+export interface Options {
+  /** The data directory; created when missing. The database is `<dataDir>/effect-rl.sqlite`. */
+  readonly dataDir: string
+}
+
+/** The database of a data directory, migrated: what the server runs on. */
+export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> =>
+  Layer.unwrapEffect(
+    Effect.sync(() => {
+      mkdirSync(options.dataDir, { recursive: true })
+      return layerFile({ filename: filename(options.dataDir) })
+    })
+  )
+
+/** An in-memory database, migrated (no durability; for tests that need no file). */
+export const layerMemory: Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> = layerFile({
+  filename: ":memory:"
+})

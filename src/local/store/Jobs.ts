@@ -1,0 +1,278 @@
+/**
+ * Training jobs of the local backend: enqueued by the job endpoints, claimed by the worker one at a time per
+ * model in creation order, and ended by `succeed` (a new checkpoint, the job's step and its
+ * `training_ended` event in one transaction, so a client that sees the event finds the checkpoint) or `fail`
+ * (the status and a `training_failed` event, together).
+ *
+ * ## Crash recovery
+ * `recover` fails every job left `running` (the process died during it) with a `training_failed` event
+ * ("the server stopped while the job was running"); {@link layer} runs it when built. Queued jobs stay
+ * queued and are claimed again.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
+import type { JsonObject } from "../../api/Json.js"
+import {
+  type CheckpointRecord,
+  insertCheckpoint,
+  insertEvent as insertEventRow,
+  latestStep,
+  requireModel
+} from "./internal/rows.js"
+import { decodeRows, json, nowIso, orDieSql } from "./internal/sql.js"
+import { JobEvents } from "./JobEvents.js"
+import { conflict, notFound, type StoreError } from "./StoreError.js"
+
+/** The message of a job failed by crash recovery. */
+export const INTERRUPTED_MESSAGE = "the server stopped while the job was running"
+
+/** The kind of a job. */
+export const JobKind = Schema.Literal("rl", "sft")
+/** @see {@link JobKind} */
+export type JobKind = typeof JobKind.Type
+
+/** The status of a job. */
+export const JobStatus = Schema.Literal("queued", "running", "succeeded", "failed")
+/** @see {@link JobStatus} */
+export type JobStatus = typeof JobStatus.Type
+
+/** A stored job, with the wire `TrainingJob`'s field names (its `request` body is read with `request`). */
+export const JobRecord = Schema.Struct({
+  id: Schema.String,
+  model_id: Schema.String,
+  kind: JobKind,
+  status: JobStatus,
+  created_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  finished_at: Schema.NullOr(Schema.String),
+  step: Schema.NullOr(Schema.Int),
+  error_message: Schema.NullOr(Schema.String)
+})
+/** @see {@link JobRecord} */
+export type JobRecord = typeof JobRecord.Type
+
+/** A claimed job: its record (now `running`) and its request body. */
+export interface Claimed {
+  /** The job. */
+  readonly job: JobRecord
+  /** The request body it was created with. */
+  readonly request: unknown
+}
+
+/** The checkpoint a succeeding job leaves. */
+export interface Result {
+  /** The engine's checkpoint bytes. */
+  readonly weights: Uint8Array
+  /** The step's metrics (non-finite values dropped). */
+  readonly metrics?: Readonly<Record<string, unknown>> | undefined
+  /** The new step (default: the model's latest step + 1). */
+  readonly step?: number | undefined
+}
+
+/** The training jobs repository. */
+export interface Service {
+  /** Enqueues a job with its request body (any JSON): `NotFound` without the model. */
+  readonly enqueue: (modelId: string, kind: JobKind, request: unknown) => Effect.Effect<JobRecord, StoreError>
+  /** A job: `NotFound` when there is none. */
+  readonly get: (id: string) => Effect.Effect<JobRecord, StoreError>
+  /** A job's request body: `NotFound` when there is none. */
+  readonly request: (id: string) => Effect.Effect<unknown, StoreError>
+  /** A model's jobs (or every job), in creation order. */
+  readonly list: (modelId?: string) => Effect.Effect<ReadonlyArray<JobRecord>, StoreError>
+  /**
+   * Claims the oldest queued job (of the model, or of any model) whose model has no running job, and marks
+   * it `running`.
+   */
+  readonly claim: (modelId?: string) => Effect.Effect<Option.Option<Claimed>, StoreError>
+  /**
+   * Ends a running job: stores its checkpoint, marks it `succeeded` with the step and appends
+   * `training_ended`, in one transaction. `Conflict` unless running, or when the step exists.
+   */
+  readonly succeed: (
+    id: string,
+    result: Result
+  ) => Effect.Effect<{ readonly job: JobRecord; readonly checkpoint: CheckpointRecord }, StoreError>
+  /** Ends a queued or running job as `failed` with a `training_failed` event; `Conflict` when it has ended. */
+  readonly fail: (id: string, message: string) => Effect.Effect<JobRecord, StoreError>
+  /**
+   * Claims a job like `claim`, waiting up to `waitMs` for one to become claimable (a job enqueued, or a
+   * running one ended) when there is none yet; woken in-process, timed on the `Clock`.
+   */
+  readonly claimNext: (waitMs: number, modelId?: string) => Effect.Effect<Option.Option<Claimed>, StoreError>
+  /** Fails every job left `running` (see the module comment); returns how many. */
+  readonly recover: Effect.Effect<number, StoreError>
+}
+
+/** The training jobs repository service. */
+export class Jobs extends Context.Tag("effect-rl/local/store/Jobs")<Jobs, Service>() {}
+
+const decodeJobs = decodeRows(JobRecord, "training job")
+const decodeRequest = decodeRows(Schema.Struct({ request: Schema.parseJson() }), "training job request")
+const columns = "id, model_id, kind, status, created_at, started_at, finished_at, step, error_message"
+
+/** Builds the training jobs repository over the `SqlClient`; appends its events through `JobEvents`. */
+export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents> = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const events = yield* JobEvents
+  const cols = sql.literal(columns)
+  const changed = yield* PubSub.unbounded<void>()
+  const signal = PubSub.publish(changed, undefined)
+
+  const get = (id: string) =>
+    sql`SELECT ${cols} FROM training_jobs WHERE id = ${id}`.pipe(
+      Effect.flatMap(decodeJobs),
+      Effect.flatMap((rows) =>
+        rows[0] === undefined ? Effect.fail(notFound(`training job ${id} not found`)) : Effect.succeed(rows[0])
+      )
+    )
+
+  const enqueue = (modelId: string, kind: JobKind, request: unknown) =>
+    Effect.gen(function* () {
+      yield* requireModel(sql, modelId)
+      const job: JobRecord = {
+        id: crypto.randomUUID(),
+        model_id: modelId,
+        kind,
+        status: "queued",
+        created_at: yield* nowIso,
+        started_at: null,
+        finished_at: null,
+        step: null,
+        error_message: null
+      }
+      yield* sql`INSERT INTO training_jobs ${sql.insert({ ...job, request: json(request) })}`
+      return job
+    }).pipe(sql.withTransaction, orDieSql, Effect.tap(signal), Effect.withSpan("Jobs.enqueue"))
+
+  const request = (id: string) =>
+    sql`SELECT request FROM training_jobs WHERE id = ${id}`.pipe(
+      Effect.flatMap(decodeRequest),
+      Effect.flatMap((rows) =>
+        rows[0] === undefined ? Effect.fail(notFound(`training job ${id} not found`)) : Effect.succeed(rows[0].request)
+      ),
+      orDieSql
+    )
+
+  const list = (modelId?: string) =>
+    (modelId === undefined
+      ? sql`SELECT ${cols} FROM training_jobs ORDER BY seq`
+      : sql`SELECT ${cols} FROM training_jobs WHERE model_id = ${modelId} ORDER BY seq`
+    ).pipe(Effect.flatMap(decodeJobs), orDieSql)
+
+  const claim = (modelId?: string) =>
+    Effect.gen(function* () {
+      const ofModel = modelId === undefined ? sql`1 = 1` : sql`j.model_id = ${modelId}`
+      const next = yield* sql<{ readonly id: string }>`SELECT j.id FROM training_jobs j
+        WHERE j.status = 'queued' AND ${ofModel} AND NOT EXISTS (
+          SELECT 1 FROM training_jobs r WHERE r.model_id = j.model_id AND r.status = 'running')
+        ORDER BY j.seq LIMIT 1`
+      const id = next[0]?.id
+      if (id === undefined) return Option.none<Claimed>()
+      yield* sql`UPDATE training_jobs SET status = 'running', started_at = ${yield* nowIso} WHERE id = ${id}`
+      return Option.some({ job: yield* get(id), request: yield* request(id) })
+    }).pipe(sql.withTransaction, orDieSql, Effect.withSpan("Jobs.claim"))
+
+  const succeed = (id: string, result: Result) =>
+    Effect.gen(function* () {
+      const job = yield* get(id)
+      if (job.status !== "running") return yield* conflict(`training job ${id} is ${job.status}, not running`)
+      const now = yield* nowIso
+      const step = result.step ?? Option.getOrElse(yield* latestStep(sql, job.model_id), () => -1) + 1
+      const checkpoint = yield* insertCheckpoint(sql, { modelId: job.model_id, ...result, step, now })
+      yield* sql`UPDATE training_jobs SET status = 'succeeded', finished_at = ${now}, step = ${step} WHERE id = ${id}`
+      yield* insertEvent(id, "training_ended", { step }, now)
+      return { job: yield* get(id), checkpoint }
+    }).pipe(
+      sql.withTransaction,
+      orDieSql,
+      Effect.tap(events.notify(id)),
+      Effect.tap(signal),
+      Effect.withSpan("Jobs.succeed")
+    )
+
+  const insertEvent = (id: string, type: "training_ended" | "training_failed", data: JsonObject, now: string) =>
+    insertEventRow(sql, { jobId: id, type, data, now })
+
+  const failJob = (id: string, message: string, now: string) =>
+    Effect.zipRight(
+      sql`UPDATE training_jobs SET status = 'failed', finished_at = ${now}, error_message = ${message} WHERE id = ${id}`,
+      insertEvent(id, "training_failed", { error_message: message }, now)
+    )
+
+  const fail = (id: string, message: string) =>
+    Effect.gen(function* () {
+      const job = yield* get(id)
+      if (job.status === "succeeded" || job.status === "failed") {
+        return yield* conflict(`training job ${id} has already ${job.status}`)
+      }
+      yield* failJob(id, message, yield* nowIso)
+      return yield* get(id)
+    }).pipe(
+      sql.withTransaction,
+      orDieSql,
+      Effect.tap(events.notify(id)),
+      Effect.tap(signal),
+      Effect.withSpan("Jobs.fail")
+    )
+
+  const recover = Effect.gen(function* () {
+    const running = yield* sql<{ readonly id: string }>`SELECT id FROM training_jobs WHERE status = 'running'`
+    const now = yield* nowIso
+    yield* Effect.forEach(running, (row) => failJob(row.id, INTERRUPTED_MESSAGE, now), { discard: true })
+    return running.map((row) => row.id)
+  }).pipe(
+    sql.withTransaction,
+    orDieSql,
+    Effect.tap((ids) => Effect.forEach(ids, events.notify, { discard: true })),
+    Effect.map((ids) => ids.length),
+    Effect.withSpan("Jobs.recover")
+  )
+
+  const claimNext = (waitMs: number, modelId?: string) =>
+    Effect.gen(function* () {
+      // Subscribe before the first claim, so a change between the claim and the wait is not missed.
+      const wakeups = yield* PubSub.subscribe(changed)
+      const deadline = (yield* Clock.currentTimeMillis) + waitMs
+      while (true) {
+        const claimed = yield* claim(modelId)
+        if (Option.isSome(claimed)) return claimed
+        const remaining = deadline - (yield* Clock.currentTimeMillis)
+        if (remaining <= 0) return claimed
+        yield* Effect.timeoutOption(Queue.take(wakeups), remaining)
+      }
+    }).pipe(Effect.scoped)
+
+  return {
+    enqueue,
+    get: (id: string) => orDieSql(get(id)),
+    request,
+    list,
+    claim,
+    claimNext,
+    succeed,
+    fail,
+    recover
+  }
+})
+
+/** Options of {@link layer}. */
+export interface Options {
+  /** Whether to run `recover` when the layer is built (default true: the server's start). */
+  readonly recoverOnStart?: boolean | undefined
+}
+
+/** The training jobs repository layer; fails the jobs a crash left running, unless told not to. */
+export const layer = (options: Options = {}): Layer.Layer<Jobs, never, SqlClient.SqlClient | JobEvents> =>
+  Layer.effect(
+    Jobs,
+    Effect.tap(make, (jobs) => (options.recoverOnStart === false ? Effect.void : Effect.orDie(jobs.recover)))
+  )

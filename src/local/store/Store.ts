@@ -1,0 +1,50 @@
+/**
+ * The whole store of the local backend in one layer: the database of a data directory (migrated) and every
+ * repository over it. Building it fails the jobs a crash left running (see `Jobs`).
+ *
+ * @since 0.1.0
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Layer from "effect/Layer"
+import * as Checkpoints from "./Checkpoints.js"
+import * as Database from "./Database.js"
+import * as IdempotencyKeys from "./IdempotencyKeys.js"
+import * as JobEvents from "./JobEvents.js"
+import * as Jobs from "./Jobs.js"
+import * as Logs from "./Logs.js"
+import * as Models from "./Models.js"
+
+/** Every service of the store. */
+export type Services =
+  | Models.Models
+  | Checkpoints.Checkpoints
+  | Jobs.Jobs
+  | JobEvents.JobEvents
+  | Logs.Logs
+  | IdempotencyKeys.IdempotencyKeys
+
+/** Options of {@link layer}. */
+export interface Options extends Models.Options, Jobs.Options {
+  /** The data directory; the database is `<dataDir>/effect-rl.sqlite`. */
+  readonly dataDir: string
+}
+
+/** The repositories over a given database layer. */
+export const layerWith = <A, E, R>(
+  database: Layer.Layer<A | SqlClient.SqlClient, E, R>,
+  options: Models.Options & Jobs.Options = {}
+): Layer.Layer<Services | SqlClient.SqlClient | A, E, R> => {
+  const events = JobEvents.layer
+  return Layer.mergeAll(
+    Models.layer(options),
+    Checkpoints.layer,
+    Jobs.layer(options).pipe(Layer.provideMerge(events)),
+    Logs.layer,
+    IdempotencyKeys.layer
+  ).pipe(Layer.provideMerge(database))
+}
+
+/** The store of a data directory: the database and every repository. */
+export const layer = (options: Options): Layer.Layer<Services | SqlClient.SqlClient | SqliteClient.SqliteClient> =>
+  layerWith(Database.layer(options), options)

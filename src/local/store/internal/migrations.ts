@@ -1,0 +1,71 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+
+/** Migration 1: every table of the store. */
+const initial = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE models (
+    id TEXT PRIMARY KEY NOT NULL,
+    entity TEXT NOT NULL,
+    project TEXT NOT NULL,
+    name TEXT NOT NULL,
+    base_model TEXT NOT NULL,
+    run_id TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (entity, project, name)
+  )`
+  yield* sql`CREATE TABLE checkpoints (
+    id TEXT PRIMARY KEY NOT NULL,
+    model_id TEXT NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+    step INTEGER NOT NULL,
+    metrics TEXT NOT NULL,
+    weights BLOB NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (model_id, step)
+  )`
+  yield* sql`CREATE TABLE training_jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    model_id TEXT NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK (kind IN ('rl', 'sft')),
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
+    request TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    step INTEGER,
+    error_message TEXT
+  )`
+  yield* sql`CREATE INDEX training_jobs_model_status ON training_jobs (model_id, status, seq)`
+  yield* sql`CREATE TABLE job_events (
+    id TEXT PRIMARY KEY NOT NULL,
+    job_id TEXT NOT NULL REFERENCES training_jobs (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (job_id, seq)
+  )`
+  yield* sql`CREATE TABLE logs (
+    id TEXT PRIMARY KEY NOT NULL,
+    model_id TEXT NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+    split TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    trajectory_groups TEXT NOT NULL,
+    metrics TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX logs_model_split_step ON logs (model_id, split, step)`
+  yield* sql`CREATE TABLE idempotency_keys (
+    key TEXT NOT NULL,
+    request TEXT NOT NULL,
+    body_hash TEXT NOT NULL,
+    status INTEGER NOT NULL,
+    response TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (key, request)
+  )`
+})
+
+/** The store's migrations, in order, for `Migrator.fromRecord`. */
+export const migrations = { "1_initial": initial }

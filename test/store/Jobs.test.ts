@@ -1,0 +1,128 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import { Checkpoints } from "../../src/local/store/Checkpoints.js"
+import { JobEvents } from "../../src/local/store/JobEvents.js"
+import { INTERRUPTED_MESSAGE, Jobs } from "../../src/local/store/Jobs.js"
+import { Models } from "../../src/local/store/Models.js"
+import { bytes, modelRequest, tempDir, withStore } from "./support.js"
+
+const newModel = (name: string) =>
+  Effect.flatMap(Models, (models) =>
+    models.create(modelRequest(name), { initialWeights: Effect.succeed(bytes(0)) })
+  ).pipe(Effect.map((created) => created.model.id))
+
+const claimedId = (claimed: Option.Option<{ readonly job: { readonly id: string } }>) =>
+  Option.getOrThrow(claimed).job.id
+
+describe("Jobs", () => {
+  it.scoped("claims a model's jobs in creation order, one running job per model", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      yield* withStore(dir)(
+        Effect.gen(function* () {
+          const jobs = yield* Jobs
+          const a = yield* newModel("a")
+          const b = yield* newModel("b")
+          const a1 = yield* jobs.enqueue(a, "rl", { n: 1 })
+          const b1 = yield* jobs.enqueue(b, "sft", { n: 2 })
+          const a2 = yield* jobs.enqueue(a, "rl", { n: 3 })
+          expect(a1).toMatchObject({ status: "queued", kind: "rl", model_id: a, started_at: null, step: null })
+
+          const first = Option.getOrThrow(yield* jobs.claim(a))
+          expect(first.job).toMatchObject({ id: a1.id, status: "running" })
+          expect(first.request).toEqual({ n: 1 })
+          // Model a has a running job: nothing more to claim for it, but b's job can run.
+          expect(yield* jobs.claim(a)).toEqual(Option.none())
+          expect(claimedId(yield* jobs.claim())).toBe(b1.id)
+          expect(yield* jobs.claim()).toEqual(Option.none())
+
+          const done = yield* jobs.succeed(a1.id, { weights: bytes(1), metrics: { loss: 0.5 } })
+          expect(done.job).toMatchObject({ status: "succeeded", step: 1 })
+          expect(done.checkpoint).toMatchObject({ step: 1, metrics: { loss: 0.5 } })
+          expect((yield* Effect.flip(jobs.succeed(a1.id, { weights: bytes(1) }))).reason).toBe("Conflict")
+
+          expect(claimedId(yield* jobs.claim(a))).toBe(a2.id)
+          const failed = yield* jobs.fail(a2.id, "diverged")
+          expect(failed).toMatchObject({ status: "failed", error_message: "diverged" })
+          expect((yield* Effect.flip(jobs.fail(a2.id, "again"))).reason).toBe("Conflict")
+
+          const events = yield* JobEvents
+          expect((yield* events.list(a1.id)).data.map((e) => [e.type, e.data])).toEqual([
+            ["training_ended", { step: 1 }]
+          ])
+          expect((yield* events.list(a2.id)).data.map((e) => [e.type, e.data])).toEqual([
+            ["training_failed", { error_message: "diverged" }]
+          ])
+          expect((yield* jobs.list(a)).map((j) => j.status)).toEqual(["succeeded", "failed"])
+          expect((yield* jobs.list()).length).toBe(3)
+          expect((yield* Effect.flip(jobs.enqueue(crypto.randomUUID(), "rl", {}))).reason).toBe("NotFound")
+          expect((yield* Effect.flip(jobs.get(crypto.randomUUID()))).reason).toBe("NotFound")
+          expect(Option.getOrThrow(yield* (yield* Checkpoints).latest(a)).step).toBe(1)
+        })
+      )
+    })
+  )
+
+  it.scoped("fails a job left running by a crash when the store reopens", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const ids = yield* withStore(dir)(
+        Effect.gen(function* () {
+          const jobs = yield* Jobs
+          const model = yield* newModel("m")
+          const running = yield* jobs.enqueue(model, "rl", {})
+          const queued = yield* jobs.enqueue(model, "rl", {})
+          yield* jobs.claim(model)
+          yield* (yield* JobEvents).append(running.id, "training_started", { num_sequences: 1 })
+          return { running: running.id, queued: queued.id }
+        })
+      )
+      yield* withStore(dir)(
+        Effect.gen(function* () {
+          const jobs = yield* Jobs
+          expect(yield* jobs.get(ids.running)).toMatchObject({ status: "failed", error_message: INTERRUPTED_MESSAGE })
+          expect((yield* jobs.get(ids.queued)).status).toBe("queued")
+          const events = (yield* (yield* JobEvents).list(ids.running)).data
+          expect(events.map((e) => e.type)).toEqual(["training_started", "training_failed"])
+          expect(events[1]!.data).toEqual({ error_message: INTERRUPTED_MESSAGE })
+          // The queued job runs next.
+          expect(claimedId(yield* jobs.claim())).toBe(ids.queued)
+          expect(yield* jobs.recover).toBe(1)
+        })
+      )
+    })
+  )
+})
+
+describe("Jobs.claimNext", () => {
+  it.scoped("waits for a job to be enqueued, or for the model's running job to end", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      yield* withStore(dir)(
+        Effect.gen(function* () {
+          const jobs = yield* Jobs
+          const model = yield* newModel("m")
+          const waiting = yield* Effect.fork(jobs.claimNext(60_000))
+          yield* Effect.yieldNow()
+          expect(waiting.unsafePoll()).toBeNull()
+          const first = yield* jobs.enqueue(model, "rl", {})
+          expect(claimedId(yield* Fiber.join(waiting))).toBe(first.id)
+
+          const second = yield* jobs.enqueue(model, "rl", {})
+          const blocked = yield* Effect.fork(jobs.claimNext(60_000, model))
+          yield* Effect.yieldNow()
+          expect(blocked.unsafePoll()).toBeNull()
+          yield* jobs.succeed(first.id, { weights: bytes(1) })
+          expect(claimedId(yield* Fiber.join(blocked))).toBe(second.id)
+
+          const timedOut = yield* Effect.fork(jobs.claimNext(1_000))
+          yield* TestClock.adjust("1 second")
+          expect(yield* Fiber.join(timedOut)).toEqual(Option.none())
+        })
+      )
+    })
+  )
+})
