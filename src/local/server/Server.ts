@@ -1,0 +1,92 @@
+/**
+ * The embedded backend's HTTP server: the routes of {@link LocalApi} (derived from the contract in
+ * `src/api/`) on `@effect/platform-node`'s `NodeHttpServer`, behind bearer auth, with FastAPI-shaped errors.
+ *
+ * Error bodies, per surface:
+ * - a request failing its schema: 422 `{"detail": [{"loc", "msg", "type"}]}` on every route;
+ * - missing or wrong key: 401, `{"detail": "..."}` on the training surface and
+ *   `{"error": {"message", "type": "AuthenticationError", "param": null, "code": 401}}` on the OpenAI-compatible
+ *   one (`/v1/chat/...`, `/v1/models`), as the clients of each expect;
+ * - a body over `maxBodySize`: 413 in the same per-surface shape;
+ * - an unknown route: 404 `{"detail": "Not Found"}`; a defect: 500 `{"detail": "Internal Server Error"}`, the
+ *   cause logged server-side. No body ever carries a stack trace or the key.
+ *
+ * @since 0.1.0
+ */
+import { createServer } from "node:http"
+import { join } from "node:path"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type { ConfigError } from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import { makeVerifier } from "./Auth.js"
+import { HandlersLive } from "./internal/handlers.js"
+import { edge, errors } from "./internal/middleware.js"
+import { routes } from "./internal/validate.js"
+import { LocalApi } from "./LocalApi.js"
+
+/** The default host: loopback only. */
+export const DEFAULT_HOST = "127.0.0.1"
+
+/** The default body size limit: 64 MiB. */
+export const DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
+
+/** Options of the server. */
+export interface Options {
+  /** The API key every request must present as `Authorization: Bearer <key>`. */
+  readonly apiKey: Redacted.Redacted<string>
+  /** The interface to bind (default `127.0.0.1`). */
+  readonly host?: string | undefined
+  /** The port (default 0: a free port). */
+  readonly port?: number | undefined
+  /** The largest request body accepted, in bytes (default 64 MiB); larger bodies get 413. */
+  readonly maxBodySize?: number | undefined
+}
+
+/** The api with its handlers and the error middleware. */
+const apiLayer = (maxBodySize: number) =>
+  Layer.mergeAll(
+    HttpApiBuilder.api(LocalApi).pipe(Layer.provide(HandlersLive)),
+    HttpApiBuilder.middleware(LocalApi, errors(routes(LocalApi), maxBodySize))
+  )
+
+/**
+ * The server, listening once the layer is built and closed (in-flight requests drained) when its scope
+ * closes. It reads the database through the `SqlClient` in context; it provides the platform's
+ * `HttpServer`, whose `address` is the bound port.
+ */
+export const layer = (options: Options): Layer.Layer<HttpServer.HttpServer, ServeError, SqlClient.SqlClient> => {
+  const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
+  const serve = HttpApiBuilder.serve(edge({ verify: makeVerifier(options.apiKey), maxBodySize })).pipe(
+    Layer.provide(apiLayer(maxBodySize)),
+    // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
+    Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
+  )
+  const node = NodeHttpServer.layer(createServer, { host: options.host ?? DEFAULT_HOST, port: options.port ?? 0 })
+  return Layer.provideMerge(serve, node)
+}
+
+/** The SQLite file of a data directory. */
+export const DATABASE_FILE = "effect-rl.sqlite"
+
+/**
+ * The SQL client over the SQLite file of a data directory (WAL mode), for the server's own queries until
+ * the store provides its layer with migrations.
+ */
+export const sqlite = (dataDir: string): Layer.Layer<SqlClient.SqlClient, ConfigError> =>
+  SqliteClient.layer({ filename: join(dataDir, DATABASE_FILE) })
+
+/** The base URL of a running server (`http://127.0.0.1:<port>`). */
+export const url: Effect.Effect<string, never, HttpServer.HttpServer> = Effect.map(HttpServer.HttpServer, (server) => {
+  const address = server.address
+  if (address._tag === "UnixAddress") return `http+unix://${address.path}`
+  const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname
+  return `http://${host}:${address.port}`
+})

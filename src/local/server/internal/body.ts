@@ -1,0 +1,63 @@
+/**
+ * Bodies without a declared length (chunked uploads) under the size limit. The platform's own limit
+ * (`MaxBodySize`) destroys the socket when it trips, so the client would see a reset instead of a 413. Such
+ * a body is read here instead, counting bytes: over the limit, reading stops and the caller answers 413 and
+ * closes the connection; within it, the request is handed on with the buffered body.
+ */
+import type { IncomingMessage } from "node:http"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as Effect from "effect/Effect"
+
+const read = (source: IncomingMessage, limit: number) =>
+  Effect.async<Uint8Array | undefined, unknown>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size <= limit) return void chunks.push(chunk)
+      cleanup()
+      source.pause()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(Buffer.concat(chunks)))
+    }
+    const onError = (error: unknown) => {
+      cleanup()
+      resume(Effect.fail(error))
+    }
+    source.on("data", onData)
+    source.once("end", onEnd)
+    source.once("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+/**
+ * The request with its undeclared-length body read into memory, or undefined when that body exceeds
+ * `limit`. Requests with a `Content-Length` (checked against the limit before) or without a body are
+ * returned as they are.
+ */
+export const buffered = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Effect.Effect<HttpServerRequest.HttpServerRequest | undefined, unknown> => {
+  if (request.headers["content-length"] !== undefined || request.headers["transfer-encoding"] === undefined) {
+    return Effect.succeed(request)
+  }
+  return Effect.map(read(NodeHttpServerRequest.toIncomingMessage(request), limit), (body) => {
+    if (body === undefined) return undefined
+    const headers = new Headers()
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (name !== "transfer-encoding") headers.set(name, value)
+    }
+    const web = new Request(`http://localhost${request.url}`, { method: request.method, headers, body })
+    return HttpServerRequest.fromWeb(web)
+  })
+}

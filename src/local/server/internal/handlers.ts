@@ -1,0 +1,87 @@
+/**
+ * The handlers of the api's groups. Health, system check, chat completions and the model list are served;
+ * the models and jobs endpoints answer 501 for now (their requests are still validated first, so a bad request gets 422).
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { QueueCheck } from "../../../api/Health.js"
+import { LocalApi } from "../LocalApi.js"
+import { createChatCompletion, listModels } from "./inference.js"
+import { notImplemented } from "./responses.js"
+
+const todo = () => Effect.succeed(notImplemented())
+
+/** A real query through the SQL client, within two seconds. */
+const databaseCheck = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`SELECT 1`
+  return true
+}).pipe(
+  Effect.timeout("2 seconds"),
+  Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("system check: database check failed", cause), false))
+)
+
+/**
+ * The queue checks. The embedded backend runs all work on one CPU worker; there is no GPU queue, so that
+ * check reports success with `available: false` rather than failing the system check.
+ */
+const queueCheck = (available: boolean) =>
+  Effect.gen(function* () {
+    const start = yield* Clock.currentTimeMillis
+    const end = yield* Clock.currentTimeMillis
+    const check: QueueCheck = { success: true, duration: (end - start) / 1000, errors: [], available }
+    return check
+  })
+
+const systemCheck = Effect.gen(function* () {
+  const [database, cpu_queue, gpu_queue] = yield* Effect.all([databaseCheck, queueCheck(true), queueCheck(false)], {
+    concurrency: "unbounded"
+  })
+  const body = { api: true, database, cpu_queue, gpu_queue }
+  const ok = database && cpu_queue.success === true && gpu_queue.success === true
+  return ok ? body : HttpServerResponse.unsafeJson(body, { status: 503 })
+})
+
+/** The health group: `/v1/health` and `/v1/system-check`. */
+export const HealthLive = HttpApiBuilder.group(LocalApi, "health", (handlers) =>
+  handlers.handle("health", () => Effect.succeed({ status: "ok" })).handle("systemCheck", () => systemCheck)
+)
+
+/** The models group (501 for now). */
+export const ModelsLive = HttpApiBuilder.group(LocalApi, "models", (handlers) =>
+  handlers
+    .handle("createModel", todo)
+    .handle("deleteModel", todo)
+    .handle("deleteCheckpoints", todo)
+    .handle("listCheckpoints", todo)
+    .handle("log", todo)
+    .handle("listBaseModels", todo)
+)
+
+/** The jobs group (501 for now). */
+export const JobsLive = HttpApiBuilder.group(LocalApi, "jobs", (handlers) =>
+  handlers
+    .handle("createTrainingJob", todo)
+    .handle("createSftTrainingJob", todo)
+    .handle("getTrainingJob", todo)
+    .handle("listTrainingJobEvents", todo)
+)
+
+/** The chat group, over the engine (both paths). */
+export const ChatLive = HttpApiBuilder.group(LocalApi, "chat", (handlers) =>
+  handlers
+    .handle("createChatCompletion", createChatCompletion)
+    .handle("createChatCompletionSlash", createChatCompletion)
+)
+
+/** The inference group's model list. */
+export const InferenceLive = HttpApiBuilder.group(LocalApi, "inference", (handlers) =>
+  handlers.handle("listModels", () => listModels)
+)
+
+/** Every group's handlers. */
+export const HandlersLive = Layer.mergeAll(HealthLive, ModelsLive, JobsLive, ChatLive, InferenceLive)

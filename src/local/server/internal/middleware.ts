@@ -1,0 +1,124 @@
+/**
+ * The two middlewares of the server.
+ *
+ * - `edge` wraps the whole app: authentication, the body size limit, and a last net that turns any failure
+ *   left into a JSON 500 (the cause is logged, never sent).
+ * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
+ *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404, an unreadable
+ *   or oversized body into 422 / 413, and a defect into a JSON 500.
+ */
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import type { ValidationError } from "../../../api/HttpValidationError.js"
+import { buffered } from "./body.js"
+import { crossFieldDetails } from "./issues.js"
+import * as Responses from "./responses.js"
+import { jsonInvalid, type routes, validate } from "./validate.js"
+
+const pathname = (request: HttpServerRequest.HttpServerRequest) => new URL(request.url, "http://localhost").pathname
+
+const tooLarge = (request: HttpServerRequest.HttpServerRequest, limit: number) => {
+  const message = `Request body exceeds the limit of ${limit} bytes`
+  return Responses.isOpenAiPath(pathname(request))
+    ? Responses.openAi(413, "RequestEntityTooLargeError", message)
+    : Responses.detail(413, message)
+}
+
+const isMaxBytes = (error: unknown): boolean =>
+  HttpServerError.isServerError(error) &&
+  error._tag === "RequestError" &&
+  error.cause instanceof Error &&
+  error.cause.message === "maxBytes exceeded"
+
+const isBodyError = (error: unknown): boolean => HttpServerError.isServerError(error) && error._tag === "RequestError"
+
+const decodeIssues = (error: unknown): Array<ValidationError> => {
+  const issues = Predicate.hasProperty(error, "issues") && Array.isArray(error.issues) ? error.issues : []
+  return issues.map((issue: { path?: ReadonlyArray<string | number>; message?: string }) => ({
+    loc: ["body", ...(issue.path ?? [])],
+    msg: issue.message ?? "Invalid value",
+    type: "value_error"
+  }))
+}
+
+/** Options of the edge middleware. */
+export interface EdgeOptions {
+  readonly verify: (authorization: string | undefined) => boolean
+  readonly maxBodySize: number
+}
+
+/** The middleware around the whole app: auth, body limit, and the last net for failures. */
+export const edge =
+  (options: EdgeOptions) =>
+  <E, R>(app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (!options.verify(request.headers.authorization)) {
+        return Responses.isOpenAiPath(pathname(request))
+          ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
+          : Responses.detail(401, "Invalid or missing API key")
+      }
+      const length = Number(request.headers["content-length"] ?? "0")
+      if (!Number.isFinite(length) || length > options.maxBodySize) return tooLarge(request, options.maxBodySize)
+      const next = yield* buffered(request, options.maxBodySize)
+      if (next === undefined) {
+        return HttpServerResponse.setHeader(tooLarge(request, options.maxBodySize), "connection", "close")
+      }
+      return yield* app.pipe(
+        IncomingMessage.withMaxBodySize(Option.some(options.maxBodySize)),
+        Effect.provideService(HttpServerRequest.HttpServerRequest, next)
+      )
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause)
+          ? Effect.interrupt
+          : Effect.as(Effect.logError("Unhandled request failure", cause), Responses.internalError())
+      )
+    )
+
+/** The middleware inside the api's app, before its error encoding. */
+export const errors =
+  (table: ReturnType<typeof routes>, maxBodySize: number) =>
+  (app: HttpApp.Default): HttpApp.Default =>
+    Effect.catchAllCause(app, (cause) =>
+      Effect.gen(function* () {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) {
+          const error: unknown = failure.value
+          if (Predicate.isTagged(error, "HttpApiDecodeError")) {
+            const details = yield* validate(table, request)
+            const first = details[0]
+            if (
+              first !== undefined &&
+              Responses.isOpenAiPath(pathname(request)) &&
+              details.every((d) => crossFieldDetails.has(d))
+            ) {
+              // The engine's semantic checks across fields are 400s in the OpenAI shape, as the convention has it.
+              const param = first.loc.slice(1).join(".")
+              return Responses.openAi(400, "BadRequestError", first.msg.replace(/^Value error, /, ""), param)
+            }
+            return Responses.invalid(details.length > 0 ? details : decodeIssues(error))
+          }
+          if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+            return Responses.detail(404, "Not Found")
+          }
+          if (isMaxBytes(error)) return tooLarge(request, maxBodySize)
+          // A typed error of an endpoint: HttpApiBuilder encodes it with the endpoint's error schema.
+          return yield* Effect.failCause(cause)
+        }
+        const defect = Cause.dieOption(cause)
+        if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(request, maxBodySize)
+        if (Option.isSome(defect) && isBodyError(defect.value)) return Responses.invalid([jsonInvalid])
+        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+        yield* Effect.logError("Request failed with a defect", cause)
+        return Responses.internalError()
+      })
+    )

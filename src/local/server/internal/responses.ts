@@ -1,0 +1,33 @@
+/**
+ * The JSON error bodies of the embedded backend: FastAPI's `{detail}` on the training surface, and the
+ * OpenAI-style `{error: {message, type, param, code}}` on the inference surface (`/v1/chat/...`, `/v1/models`).
+ */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type { ValidationError } from "../../../api/HttpValidationError.js"
+
+/** Whether a path belongs to the OpenAI-compatible surface, whose errors take the OpenAI shape. */
+export const isOpenAiPath = (pathname: string): boolean =>
+  pathname.startsWith("/v1/chat/") || pathname === "/v1/models" || pathname.startsWith("/v1/models/")
+
+/** `{detail: "<message>"}` with a status. */
+export const detail = (status: number, message: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson({ detail: message }, { status })
+
+/** `{error: {message, type, param, code: status}}` with a status. */
+export const openAi = (
+  status: number,
+  type: string,
+  message: string,
+  param: string | null = null
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson({ error: { message, type, param, code: status } }, { status })
+
+/** The 422 validation body: `{detail: [{loc, msg, type}]}`. */
+export const invalid = (details: ReadonlyArray<ValidationError>): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson({ detail: details }, { status: 422 })
+
+/** 500 without any detail of the cause (which is logged server-side). */
+export const internalError = (): HttpServerResponse.HttpServerResponse => detail(500, "Internal Server Error")
+
+/** 501 for an endpoint this backend does not serve yet. */
+export const notImplemented = (): HttpServerResponse.HttpServerResponse => detail(501, "not implemented yet")
