@@ -1,0 +1,193 @@
+/**
+ * The job worker of the local backend: one fiber that claims queued training jobs (`Jobs.claimNext`, oldest
+ * first, one running job per model, so a model's jobs run in creation order) and runs each on the engine.
+ *
+ * ## A job's run
+ * 1. Load the model's latest checkpoint (weights, and Adam state when it holds one; a fresh state otherwise).
+ * 2. Decode the stored request (`CreateTrainingJob` or `CreateSftTrainingJob`); for SFT read and decode the
+ *    JSONL at `training_data_url`.
+ * 3. Append `training_started` with `num_sequences`, the number of gradient steps the job will take
+ *    (computed before training from the same batching the trainer uses; 0 for an RL job with no trainable
+ *    group), then train, appending one `gradient_step` per step with its metrics (see `workerTraining` for
+ *    how training shares the event loop).
+ * 4. `Jobs.succeed`: the new checkpoint (weights with the Adam state, step = the loaded step + 1, the
+ *    steps' mean metrics), the job's status and `training_ended`, in one transaction.
+ *
+ * Any failure (a request or training data that does not decode, an engine error, a defect) ends the job
+ * with `Jobs.fail` and its message; the worker goes on with the next job.
+ *
+ * ## Interruption
+ * When the worker's scope closes (server shutdown) the running job is interrupted at its next yield point
+ * (between SFT steps, or around an RL job's training) and failed with `INTERRUPTED_MESSAGE`. The final
+ * `Jobs.succeed` is uninterruptible and transactional: a job is either succeeded with its checkpoint or
+ * failed, never half-written. A crash is handled by the store's `recover` at the next start.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
+import { type AdamState, makeAdamState } from "../../engine/Optimizer.js"
+import { loadCheckpoint, type Policy, saveCheckpoint } from "../../engine/Policy.js"
+import { Checkpoints } from "../../store/Checkpoints.js"
+import { JobEvents } from "../../store/JobEvents.js"
+import { type Claimed, INTERRUPTED_MESSAGE, type JobRecord, Jobs } from "../../store/Jobs.js"
+import { JobFailure, type ReadTrainingData, readTrainingData } from "./workerData.js"
+import {
+  decodeRequest,
+  type Emitter,
+  type Trained,
+  trainRlJob,
+  trainSftJob,
+  yieldToEventLoop
+} from "./workerTraining.js"
+
+/** Options of {@link make} and {@link layer}. */
+export interface Options {
+  /** How long one `claimNext` waits for a job before the loop asks again, in ms (default 1000). */
+  readonly pollMs?: number | undefined
+  /** Multiplies the RL learning rate (see `Trainer`); default 1. */
+  readonly learningRateScale?: number | undefined
+  /**
+   * Reads SFT training data (default: `file://` from disk, http(s) with a plain `fetch`). The server can
+   * pass one that reads its own uploads directly.
+   */
+  readonly readTrainingData?: ReadTrainingData | undefined
+}
+
+/** The job worker. */
+export interface Service {
+  /**
+   * Claims the next job (waiting up to `waitMs` for one) and runs it to its end: the job's final record, or
+   * none when there was no job. Never fails: a job's failure is recorded on the job.
+   */
+  readonly runNext: (waitMs: number) => Effect.Effect<Option.Option<JobRecord>>
+}
+
+/** The job worker service. */
+export class Worker extends Context.Tag("effect-rl/local/server/Worker")<Worker, Service>() {}
+
+/** The model state a job trains from. */
+interface Base {
+  readonly policy: Policy
+  readonly optimizer: AdamState
+  readonly step: number
+}
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+/** The `error_message` of a failed run. */
+export const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) return messageOf(failure.value)
+  const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect)) return `internal error: ${messageOf(defect.value)}`
+  return `internal error: ${Cause.pretty(cause)}`
+}
+
+/** Builds the worker over the store (without starting its loop; see {@link layer}). */
+export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs | JobEvents | Checkpoints> =>
+  Effect.gen(function* () {
+    const jobs = yield* Jobs
+    const events = yield* JobEvents
+    const checkpoints = yield* Checkpoints
+    const read = options.readTrainingData ?? readTrainingData
+
+    const loadBase = (modelId: string) =>
+      Effect.gen(function* () {
+        const latest = yield* checkpoints.latest(modelId)
+        if (Option.isNone(latest)) {
+          return yield* new JobFailure({ message: `model ${modelId} has no checkpoint to train from` })
+        }
+        const step = latest.value.step
+        const bytes = yield* checkpoints.weights(modelId, step)
+        const loaded = yield* Effect.try({
+          try: () => loadCheckpoint(bytes),
+          catch: (error) =>
+            new JobFailure({ message: `cannot load the checkpoint of step ${step}: ${messageOf(error)}` })
+        })
+        const optimizer = loaded.optimizer ?? makeAdamState(loaded.policy.parameterCount, {}, loaded.policy.float64)
+        return { policy: loaded.policy, optimizer, step } satisfies Base
+      })
+
+    const emitter = (jobId: string) =>
+      ({
+        started: (numSequences) =>
+          Effect.asVoid(events.append(jobId, "training_started", { num_sequences: numSequences })),
+        step: (metrics) => Effect.asVoid(events.append(jobId, "gradient_step", metrics))
+      }) satisfies Emitter<unknown, never>
+
+    const train = (claimed: Claimed, base: Base) => {
+      const emit = emitter(claimed.job.id)
+      if (claimed.job.kind === "rl") {
+        return Effect.flatMap(decodeRequest(CreateTrainingJob, claimed.request), (request) =>
+          trainRlJob(base.policy, base.optimizer, request, emit, { learningRateScale: options.learningRateScale })
+        )
+      }
+      return Effect.gen(function* () {
+        const request = yield* decodeRequest(CreateSftTrainingJob, claimed.request)
+        const data = yield* read(request.training_data_url)
+        return yield* trainSftJob(base.policy, base.optimizer, request, data, emit)
+      })
+    }
+
+    const execute = (claimed: Claimed) =>
+      Effect.gen(function* () {
+        const base = yield* loadBase(claimed.job.model_id)
+        const trained: Trained = yield* train(claimed, base)
+        const weights = saveCheckpoint(base.policy, base.optimizer)
+        const result = { weights, metrics: trained.metrics, step: base.step + 1 }
+        return (yield* Effect.uninterruptible(jobs.succeed(claimed.job.id, result))).job
+      })
+
+    const failJob = (id: string, message: string) =>
+      jobs.fail(id, message).pipe(
+        Effect.map(Option.some),
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`training job ${id} could not be failed: ${error.message}`), Option.none())
+        )
+      )
+
+    const run = (claimed: Claimed): Effect.Effect<Option.Option<JobRecord>> =>
+      execute(claimed).pipe(
+        Effect.map(Option.some),
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.interrupt : failJob(claimed.job.id, describeCause(cause))
+        ),
+        Effect.onInterrupt(() => Effect.asVoid(failJob(claimed.job.id, INTERRUPTED_MESSAGE))),
+        Effect.withSpan("Worker.run", { attributes: { job: claimed.job.id, kind: claimed.job.kind } })
+      )
+
+    const runNext = (waitMs: number) =>
+      jobs.claimNext(waitMs).pipe(
+        Effect.catchAll((error) =>
+          Effect.as(Effect.logWarning(`claiming a training job failed: ${error.message}`), Option.none<Claimed>())
+        ),
+        Effect.flatMap(Option.match({ onNone: () => Effect.succeed(Option.none<JobRecord>()), onSome: run }))
+      )
+
+    return { runNext }
+  })
+
+/**
+ * The worker, its loop running in the layer's scope: claims and runs jobs until the scope closes (which
+ * fails a running job with `INTERRUPTED_MESSAGE`, see the module comment).
+ */
+export const layer = (options: Options = {}): Layer.Layer<Worker, never, Jobs | JobEvents | Checkpoints> =>
+  Layer.scoped(
+    Worker,
+    Effect.gen(function* () {
+      const worker = yield* make(options)
+      const pollMs = options.pollMs ?? 1000
+      const loop = worker.runNext(pollMs).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("the training job worker failed", cause)),
+        Effect.zipRight(yieldToEventLoop),
+        Effect.forever
+      )
+      yield* Effect.forkScoped(loop)
+      return worker
+    })
+  )

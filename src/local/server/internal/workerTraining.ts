@@ -1,0 +1,247 @@
+/**
+ * The engine side of the job worker: running one RL or SFT job's training on a loaded policy, with the
+ * events it emits. Pure of the store except for the `emit` callback it is given.
+ *
+ * ## Gradient steps and the event loop
+ * Training is CPU-bound and synchronous. An SFT job is cut into its batches here (the same cut `trainSft`
+ * makes) and trained one step at a time, yielding to the event loop (a macrotask) between steps, so the
+ * server answers other requests during a long SFT job and an interruption lands between steps. An RL job is
+ * one `trainRl` call, since its advantages and token weights are computed over the whole job: it yields
+ * before and after, not within. A typical RL job (a few groups of short rollouts) is one gradient step, so
+ * this costs nothing there; a very large RL job holds the event loop for its whole training (a
+ * `worker_threads` offload would lift that).
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
+import { rlGroupsOf, type SftExample, sftSequenceOf } from "../../engine/Batches.js"
+import type { TrainingSequence } from "../../engine/LanguageModel.js"
+import type { AdamState } from "../../engine/Optimizer.js"
+import type { Policy } from "../../engine/Policy.js"
+import { groupAdvantages, lossSettings } from "../../engine/RlLoss.js"
+import {
+  AUTO_SFT_BATCH_TOKENS,
+  DEFAULT_MAX_BATCH_TOKENS,
+  type RlGroup,
+  type SftStepMetrics,
+  trainRl,
+  trainSft
+} from "../../engine/Trainer.js"
+import { decodeSftLines, JobFailure } from "./workerData.js"
+
+export { JobFailure }
+
+/** One step's metrics, as the `gradient_step` event's data (non-finite values become null). */
+export type StepMetrics = Readonly<Record<string, number | null>>
+
+/** What the trainer reports to the worker while a job runs. */
+export interface Emitter<E, R> {
+  /** Called once before the first step, with the number of gradient steps the job will take. */
+  readonly started: (numSequences: number) => Effect.Effect<void, E, R>
+  /** Called after each gradient step. */
+  readonly step: (metrics: StepMetrics) => Effect.Effect<void, E, R>
+}
+
+/** The outcome of a job's training: the checkpoint's metrics (the steps' means). */
+export interface Trained {
+  /** The means over the steps of every metric (the job's summary when it took no step). */
+  readonly metrics: StepMetrics
+}
+
+/** Options of {@link trainRlJob}. */
+export interface RlJobOptions {
+  /** Multiplies the RL learning rate (see `Trainer`); default 1. */
+  readonly learningRateScale?: number | undefined
+}
+
+/** Gives the event loop a turn (a macrotask, so pending I/O runs), whatever the `Clock`. */
+export const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+const finite = (x: number): number | null => (Number.isFinite(x) ? x : null)
+
+const asMetrics = (record: object): StepMetrics => {
+  const out: Record<string, number | null> = {}
+  for (const [key, value] of Object.entries(record)) if (typeof value === "number") out[key] = finite(value)
+  return out
+}
+
+/** The mean of every metric over the steps (keys whose values are all null are dropped). */
+export const meanMetrics = (steps: ReadonlyArray<StepMetrics>): StepMetrics => {
+  const sums = new Map<string, { sum: number; n: number }>()
+  for (const step of steps) {
+    for (const [key, value] of Object.entries(step)) {
+      if (value === null) continue
+      const entry = sums.get(key) ?? { sum: 0, n: 0 }
+      entry.sum += value
+      entry.n += 1
+      sums.set(key, entry)
+    }
+  }
+  const out: Record<string, number> = {}
+  for (const [key, { sum, n }] of sums) out[key] = sum / n
+  return out
+}
+
+/** The number of chunks `Trainer`'s batching makes of items of these token lengths (no batch size). */
+const chunkCount = (lengths: ReadonlyArray<number>, maxTokens: number): number => {
+  let count = 0
+  let tokens = 0
+  let inChunk = 0
+  for (const n of lengths) {
+    if (inChunk > 0 && tokens + n > maxTokens) {
+      count++
+      tokens = 0
+      inChunk = 0
+    }
+    inChunk++
+    tokens += n
+  }
+  return inChunk > 0 ? count + 1 : count
+}
+
+/** Whether a sequence has a token to learn (the trainer never learns position 0). */
+const learnable = (s: TrainingSequence): boolean => {
+  for (let t = 1; t < s.mask.length; t++) if (s.mask[t] === 1) return true
+  return false
+}
+
+/**
+ * The gradient steps `trainRl` will take on these groups (without a batch size): the learnable
+ * trajectories of the groups whose rewards differ, cut by `packed_sequence_length` tokens (default 16,384).
+ */
+export const rlStepCount = (groups: ReadonlyArray<RlGroup>, config: CreateTrainingJob["experimental_config"]) => {
+  const scale = lossSettings(config).scaleRewards
+  const lengths: Array<number> = []
+  for (const group of groups) {
+    if (
+      !groupAdvantages(
+        group.items.map((item) => item.reward),
+        scale
+      ).trainable
+    )
+      continue
+    for (const item of group.items) if (learnable(item.sequence)) lengths.push(item.sequence.ids.length)
+  }
+  return chunkCount(lengths, config?.packed_sequence_length ?? DEFAULT_MAX_BATCH_TOKENS)
+}
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+/** Runs a throwing engine call, its exception a {@link JobFailure} prefixed with `what`. */
+const attempt = <A>(what: string, f: () => A): Effect.Effect<A, JobFailure> =>
+  Effect.try({ try: f, catch: (error) => new JobFailure({ message: `${what}: ${messageOf(error)}` }) })
+
+/**
+ * Trains an RL job on the policy and optimiser (in place): `training_started` with the step count, the
+ * whole `trainRl` call, then one `gradient_step` per step.
+ */
+export const trainRlJob = <E, R>(
+  policy: Policy,
+  optimizer: AdamState,
+  request: CreateTrainingJob,
+  emit: Emitter<E, R>,
+  options: RlJobOptions = {}
+): Effect.Effect<Trained, JobFailure | E, R> =>
+  Effect.gen(function* () {
+    const config = request.experimental_config
+    const groups = yield* attempt("invalid trajectory groups", () => rlGroupsOf(request.trajectory_groups))
+    yield* emit.started(yield* attempt("invalid experimental_config", () => rlStepCount(groups, config)))
+    yield* yieldToEventLoop
+    const result = yield* attempt("training failed", () =>
+      trainRl(policy, optimizer, groups, config, { learningRateScale: options.learningRateScale })
+    )
+    const steps = result.steps.map(asMetrics)
+    for (const step of steps) yield* emit.step(step)
+    yield* yieldToEventLoop
+    if (steps.length > 0) return { metrics: meanMetrics(steps) }
+    return {
+      metrics: asMetrics({
+        reward: result.reward,
+        reward_std_dev: result.rewardStdDev,
+        exception_rate: result.exceptionRate,
+        num_trajectories: result.numTrajectories
+      })
+    }
+  })
+
+/** Cuts sequences as `trainSft` does: `size` per batch, or by `AUTO_SFT_BATCH_TOKENS` tokens with `"auto"`. */
+const sftBatches = (
+  sequences: ReadonlyArray<TrainingSequence>,
+  size: number | "auto"
+): Array<Array<TrainingSequence>> => {
+  const out: Array<Array<TrainingSequence>> = []
+  let current: Array<TrainingSequence> = []
+  let tokens = 0
+  for (const s of sequences) {
+    const full =
+      size !== "auto" ? current.length >= size : current.length > 0 && tokens + s.ids.length > AUTO_SFT_BATCH_TOKENS
+    if (full) {
+      out.push(current)
+      current = []
+      tokens = 0
+    }
+    current.push(s)
+    tokens += s.ids.length
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * Trains an SFT job on the policy and optimiser (in place) from the JSONL text of its training data: one
+ * `trainSft` step per batch, yielding to the event loop between steps.
+ */
+export const trainSftJob = <E, R>(
+  policy: Policy,
+  optimizer: AdamState,
+  request: CreateSftTrainingJob,
+  data: string,
+  emit: Emitter<E, R>
+): Effect.Effect<Trained, JobFailure | E, R> =>
+  Effect.gen(function* () {
+    const config = request.config
+    const examples: ReadonlyArray<SftExample> = yield* decodeSftLines(data)
+    const turns = config?.assistant_turns ?? "all"
+    const sequences = yield* attempt("invalid training data", () =>
+      examples.map((example) => sftSequenceOf(example, turns)).filter(learnable)
+    )
+    if (sequences.length === 0) {
+      return yield* new JobFailure({ message: "the training data has no assistant turn to learn" })
+    }
+    const size = config?.batch_size ?? "auto"
+    if (size !== "auto" && !(size > 0)) {
+      return yield* new JobFailure({ message: `config.batch_size must be a positive integer, got ${size}` })
+    }
+    const rates = config?.learning_rate ?? undefined
+    if (Array.isArray(rates) && rates.length === 0) {
+      return yield* new JobFailure({ message: "config.learning_rate: an empty list" })
+    }
+    const batches = sftBatches(sequences, size)
+    yield* emit.started(batches.length)
+    const steps: Array<StepMetrics> = []
+    for (const [index, batch] of batches.entries()) {
+      yield* yieldToEventLoop
+      const learningRate = typeof rates === "object" ? rates[Math.min(index, rates.length - 1)] : rates
+      const [metrics] = yield* attempt("training failed", () =>
+        trainSft(policy, optimizer, batch, { batchSize: batch.length, learningRate })
+      )
+      const step = asMetrics(metrics as SftStepMetrics)
+      steps.push(step)
+      yield* emit.step(step)
+    }
+    return { metrics: meanMetrics(steps) }
+  })
+
+/** Decodes a stored request body, a {@link JobFailure} naming the schema when it does not fit. */
+export const decodeRequest = <A, I>(schema: Schema.Schema<A, I>, request: unknown): Effect.Effect<A, JobFailure> =>
+  Schema.decodeUnknown(schema)(request).pipe(
+    Effect.mapError(
+      (error) => new JobFailure({ message: `invalid job request: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
+    )
+  )
