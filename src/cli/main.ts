@@ -29,6 +29,7 @@ import * as TrainingClient from "../client/TrainingClient.js"
 import { version } from "../internal/version.js"
 import * as ApiKey from "../local/server/ApiKey.js"
 import * as Server from "../local/server/Server.js"
+import * as Store from "../local/store/Store.js"
 
 const usage = `effect-rl ${version}
 
@@ -83,7 +84,7 @@ const serve = (args: ReadonlyArray<string>) =>
     return yield* Layer.launch(
       ready.pipe(
         Layer.provide(Server.layer({ apiKey, host: flag(args, "--host"), port, maxBodySize })),
-        Layer.provide(Server.sqlite(dataDir))
+        Layer.provide(Store.layer({ dataDir }))
       )
     )
   }).pipe(

@@ -17,6 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as ApiKey from "./server/ApiKey.js"
 import * as Server from "./server/Server.js"
+import * as Store from "./store/Store.js"
 
 /** The running backend: where it listens and the key it expects. */
 export interface Service {
@@ -50,7 +51,7 @@ export const layer = (options: Options = {}): Layer.Layer<LocalBackend, Platform
       const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
       const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
       const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
-        Layer.provide(Server.sqlite(dataDir))
+        Layer.provide(Store.layer({ dataDir }))
       )
       return Layer.effect(
         LocalBackend,

@@ -118,11 +118,11 @@ describe("errors", () => {
         const reply = yield* send("POST", "/v1/preview/models", {
           project: "p",
           name: "n",
-          base_model: "b",
+          base_model: "effect-rl/tiny",
           something_new: { nested: true }
         })
-        expect(reply.status).toBe(501)
-        expect(reply.json).toEqual({ detail: "not implemented yet" })
+        expect(reply.status).toBe(200)
+        expect(reply.json).toMatchObject({ project: "p", name: "n", base_model: "effect-rl/tiny", entity: "local" })
       })
     )
 

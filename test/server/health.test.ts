@@ -9,6 +9,8 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as LocalBackend from "../../src/local/LocalBackend.js"
 import * as Server from "../../src/local/server/Server.js"
+import * as Database from "../../src/local/store/Database.js"
+import * as Store from "../../src/local/store/Store.js"
 import { API_KEY, training } from "../support/clients.js"
 import { Backend, call, send } from "./support.js"
 
@@ -23,11 +25,14 @@ const ClosedDatabase = Layer.effect(
   }).pipe(Effect.orDie)
 )
 
+/** A working store whose `SqlClient` (what the database check queries) is the closed one. */
+const BrokenStore = Layer.merge(Store.layerWith(Database.layerMemory), ClosedDatabase)
+
 /** The server over the closed database, exposed as a LocalBackend for the test helpers. */
 const BrokenBackend = Layer.effect(
   LocalBackend.LocalBackend,
   Effect.map(Server.url, (url) => ({ url, apiKey: Redacted.make(API_KEY), dataDir: "" }))
-).pipe(Layer.provide(Server.layer({ apiKey: Redacted.make(API_KEY) })), Layer.provide(ClosedDatabase), Layer.orDie)
+).pipe(Layer.provide(Server.layer({ apiKey: Redacted.make(API_KEY) })), Layer.provide(BrokenStore), Layer.orDie)
 
 describe("health", () => {
   it.layer(Backend)("with a working database", (it) => {
@@ -63,7 +68,7 @@ describe("health", () => {
 
     it.effect("the stub endpoints answer 501 JSON", () =>
       Effect.gen(function* () {
-        const reply = yield* send("GET", "/v1/preview/base-models")
+        const reply = yield* send("GET", "/v1/preview/training-jobs/00000000-0000-4000-8000-000000000000")
         expect(reply.status).toBe(501)
         expect(reply.json).toEqual({ detail: "not implemented yet" })
       })

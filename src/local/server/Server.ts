@@ -8,24 +8,24 @@
  *   `{"error": {"message", "type": "AuthenticationError", "param": null, "code": 401}}` on the OpenAI-compatible
  *   one (`/v1/chat/...`, `/v1/models`), as the clients of each expect;
  * - a body over `maxBodySize`: 413 in the same per-surface shape;
+ * - an unknown model on the training surface: 404 `{"detail": "Model not found"}`; a taken model name or an
+ *   `Idempotency-Key` reused with a different body: 409 `{"detail": ...}`;
  * - an unknown route: 404 `{"detail": "Not Found"}`; a defect: 500 `{"detail": "Internal Server Error"}`, the
  *   cause logged server-side. No body ever carries a stack trace or the key.
  *
  * @since 0.1.0
  */
 import { createServer } from "node:http"
-import { join } from "node:path"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import type { ConfigError } from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
+import type * as Store from "../store/Store.js"
 import { makeVerifier } from "./Auth.js"
 import { HandlersLive } from "./internal/handlers.js"
 import { edge, errors } from "./internal/middleware.js"
@@ -59,10 +59,12 @@ const apiLayer = (maxBodySize: number) =>
 
 /**
  * The server, listening once the layer is built and closed (in-flight requests drained) when its scope
- * closes. It reads the database through the `SqlClient` in context; it provides the platform's
- * `HttpServer`, whose `address` is the bound port.
+ * closes. It reads and writes through the store in context (build `Store.layer({ dataDir })` once and
+ * provide it); it provides the platform's `HttpServer`, whose `address` is the bound port.
  */
-export const layer = (options: Options): Layer.Layer<HttpServer.HttpServer, ServeError, SqlClient.SqlClient> => {
+export const layer = (
+  options: Options
+): Layer.Layer<HttpServer.HttpServer, ServeError, Store.Services | SqlClient.SqlClient> => {
   const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
   const serve = HttpApiBuilder.serve(edge({ verify: makeVerifier(options.apiKey), maxBodySize })).pipe(
     Layer.provide(apiLayer(maxBodySize)),
@@ -72,16 +74,6 @@ export const layer = (options: Options): Layer.Layer<HttpServer.HttpServer, Serv
   const node = NodeHttpServer.layer(createServer, { host: options.host ?? DEFAULT_HOST, port: options.port ?? 0 })
   return Layer.provideMerge(serve, node)
 }
-
-/** The SQLite file of a data directory. */
-export const DATABASE_FILE = "effect-rl.sqlite"
-
-/**
- * The SQL client over the SQLite file of a data directory (WAL mode), for the server's own queries until
- * the store provides its layer with migrations.
- */
-export const sqlite = (dataDir: string): Layer.Layer<SqlClient.SqlClient, ConfigError> =>
-  SqliteClient.layer({ filename: join(dataDir, DATABASE_FILE) })
 
 /** The base URL of a running server (`http://127.0.0.1:<port>`). */
 export const url: Effect.Effect<string, never, HttpServer.HttpServer> = Effect.map(HttpServer.HttpServer, (server) => {

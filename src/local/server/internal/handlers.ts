@@ -1,26 +1,25 @@
 /**
- * The handlers of the api's groups. Health, system check, chat completions and the model list are served;
- * the models and jobs endpoints answer 501 for now (their requests are still validated first, so a bad request gets 422).
+ * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
+ * list are served; the jobs endpoints answer 501 for now (their requests are still validated first, so a bad
+ * request gets 422).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { QueueCheck } from "../../../api/Health.js"
+import * as Database from "../../store/Database.js"
 import { LocalApi } from "../LocalApi.js"
 import { createChatCompletion, listModels } from "./inference.js"
+import * as Models from "./models.js"
+import { PolicyCache } from "./policyCache.js"
 import { notImplemented } from "./responses.js"
 
 const todo = () => Effect.succeed(notImplemented())
 
 /** A real query through the SQL client, within two seconds. */
-const databaseCheck = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`SELECT 1`
-  return true
-}).pipe(
+const databaseCheck = Database.ping.pipe(
   Effect.timeout("2 seconds"),
   Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("system check: database check failed", cause), false))
 )
@@ -51,15 +50,15 @@ export const HealthLive = HttpApiBuilder.group(LocalApi, "health", (handlers) =>
   handlers.handle("health", () => Effect.succeed({ status: "ok" })).handle("systemCheck", () => systemCheck)
 )
 
-/** The models group (501 for now). */
+/** The models group, over the store (see `models.ts`). */
 export const ModelsLive = HttpApiBuilder.group(LocalApi, "models", (handlers) =>
   handlers
-    .handle("createModel", todo)
-    .handle("deleteModel", todo)
-    .handle("deleteCheckpoints", todo)
-    .handle("listCheckpoints", todo)
-    .handle("log", todo)
-    .handle("listBaseModels", todo)
+    .handle("createModel", Models.createModel)
+    .handle("deleteModel", Models.deleteModel)
+    .handle("deleteCheckpoints", Models.deleteCheckpoints)
+    .handle("listCheckpoints", Models.listCheckpoints)
+    .handle("log", Models.log)
+    .handle("listBaseModels", () => Models.listBaseModels)
 )
 
 /** The jobs group (501 for now). */
@@ -71,11 +70,12 @@ export const JobsLive = HttpApiBuilder.group(LocalApi, "jobs", (handlers) =>
     .handle("listTrainingJobEvents", todo)
 )
 
-/** The chat group, over the engine (both paths). */
+/** The chat group, over the engine (both paths), with one cache of trained policies. */
 export const ChatLive = HttpApiBuilder.group(LocalApi, "chat", (handlers) =>
-  handlers
-    .handle("createChatCompletion", createChatCompletion)
-    .handle("createChatCompletionSlash", createChatCompletion)
+  Effect.sync(() => {
+    const complete = createChatCompletion(new PolicyCache())
+    return handlers.handle("createChatCompletion", complete).handle("createChatCompletionSlash", complete)
+  })
 )
 
 /** The inference group's model list. */

@@ -1,14 +1,20 @@
 /**
- * Chat completions and the model list over the local engine. The models served are the base models, each
- * at its step-0 weights (`Policy.create` with seed 0); trained checkpoints join them once the store lands.
+ * Chat completions and the model list over the local engine and the store.
+ *
+ * Models served:
+ * - each base model by name (e.g. `effect-rl/tiny`), at its initial weights (see `baseModels.ts`);
+ * - each checkpoint of each trained model as `wandb-artifact:///<entity>/<project>/<name>:step<N>`, and the
+ *   latest checkpoint of a model without `:step<N>`. Its weights are loaded with `loadCheckpoint` and kept in a
+ *   small LRU by checkpoint id (`policyCache.ts`), so a request does not reload them.
  *
  * - `POST /v1/chat/completions` (and the trailing-slash path): a whole `ChatCompletion`, or with
  *   `stream: true` server-sent events `data: <chunk>\n\n` ending with `data: [DONE]\n\n`; an error after the
  *   stream began is sent as `data: {"error": {...}}` before `[DONE]`.
  * - A request the engine refuses: 400 `{error: {message, type: "BadRequestError", param, code: 400}}`; an
- *   unknown model: 404 in that shape (`NotFoundError`).
+ *   unknown model (or step): 404 in that shape (`NotFoundError`).
  * - `GET /v1/models`: `{object: "list", data: [{id, object: "model", created, owned_by, root, parent,
- *   max_model_len}]}`.
+ *   max_model_len}]}`: the base models (owned by `effect-rl`), then every checkpoint, `root` its base model,
+ *   `owned_by` its entity, `created` its creation time.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -18,39 +24,94 @@ import * as Stream from "effect/Stream"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../../api/ChatCompletion.js"
 import type { InferenceModel } from "../../../api/InferenceModel.js"
 import { EngineError, errorBody } from "../../engine/EngineError.js"
-import { Policy } from "../../engine/Policy.js"
+import { loadCheckpoint, type Policy } from "../../engine/Policy.js"
 import { completeEffect, completeStream } from "../../engine/Sampler.js"
+import { Checkpoints } from "../../store/Checkpoints.js"
+import { Models } from "../../store/Models.js"
+import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
+import type { PolicyCache } from "./policyCache.js"
 import { openAi } from "./responses.js"
 
-/** The base model every fresh backend serves. */
-export const BASE_MODEL = "effect-rl/tiny"
-
-const created = Math.floor(Date.now() / 1000)
-
-let policy: Policy | undefined
-/** The base model's step-0 weights, made once (deterministic: seed 0). */
-const basePolicy = (): Policy => {
-  policy ??= Policy.create(undefined, { seed: 0 })
-  return policy
+export {
+  /** The base model every fresh backend serves. */
+  BASE_MODEL
 }
 
-const models: ReadonlyMap<string, () => Policy> = new Map([[BASE_MODEL, basePolicy]])
+const started = Math.floor(Date.now() / 1000)
 
-/** The model list of `GET /v1/models`. */
-export const listModels = Effect.sync(() => ({
-  object: "list" as const,
-  data: [...models.keys()].map(
+/** The inference name of a model's checkpoint. */
+export const artifactName = (entity: string, project: string, name: string, step: number): string =>
+  `wandb-artifact:///${entity}/${project}/${name}:step${step}`
+
+const ARTIFACT = /^wandb-artifact:\/\/\/([^/]+)\/([^/]+)\/([^/]+?)(?::step(\d+))?$/
+
+const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
+
+const contextLength = (root: string) => (basePolicy(root) ?? basePolicy(BASE_MODEL))?.contextLength ?? null
+
+/** The model list of `GET /v1/models`: the base models, then every checkpoint of every model. */
+export const listModels = Effect.gen(function* () {
+  const models = yield* Effect.flatMap(Models, (m) => m.list)
+  const checkpoints = yield* Effect.flatMap(Checkpoints, (c) => c.all)
+  const byId = new Map(models.map((m) => [m.id as string, m]))
+  const base = baseModelNames.map(
     (id): InferenceModel => ({
       id,
       object: "model",
-      created,
+      created: started,
       owned_by: "effect-rl",
       root: id,
       parent: null,
-      max_model_len: basePolicy().contextLength
+      max_model_len: contextLength(id)
     })
   )
-}))
+  const trained = checkpoints.flatMap((checkpoint): Array<InferenceModel> => {
+    const model = byId.get(checkpoint.model_id)
+    if (model === undefined) return []
+    return [
+      {
+        id: artifactName(model.entity, model.project, model.name, checkpoint.step),
+        object: "model",
+        created: seconds(checkpoint.created_at),
+        owned_by: model.entity,
+        root: model.base_model,
+        parent: null,
+        max_model_len: contextLength(model.base_model)
+      }
+    ]
+  })
+  return { object: "list" as const, data: [...base, ...trained] }
+}).pipe(Effect.orDie)
+
+/** The policy a chat completion's `model` names, if any (trained checkpoints through the cache). */
+export const resolvePolicy = (
+  name: string,
+  cache: PolicyCache
+): Effect.Effect<Option.Option<Policy>, never, Models | Checkpoints> =>
+  Effect.gen(function* () {
+    const base = basePolicy(name)
+    if (base !== undefined) return Option.some(base)
+    const match = ARTIFACT.exec(name)
+    if (match === null) return Option.none()
+    const [, entity, project, modelName, step] = match
+    const model = yield* Effect.flatMap(Models, (m) => m.find(entity, project ?? "", modelName ?? ""))
+    if (Option.isNone(model)) return Option.none()
+    const checkpoints = yield* Checkpoints
+    const checkpoint =
+      step === undefined
+        ? yield* checkpoints.latest(model.value.id)
+        : yield* Effect.option(checkpoints.get(model.value.id, Number(step)))
+    if (Option.isNone(checkpoint)) return Option.none()
+    const { id, step: at } = checkpoint.value
+    const cached = cache.get(id)
+    if (cached !== undefined) return Option.some(cached)
+    const weights = yield* checkpoints.weights(model.value.id, at)
+    const policy = loadCheckpoint(weights).policy
+    cache.set(id, policy)
+    return Option.some(policy)
+  }).pipe(
+    Effect.catchTag("StoreError", (error) => (error.reason === "NotFound" ? Effect.succeedNone : Effect.die(error)))
+  )
 
 const engineError = (error: EngineError) => HttpServerResponse.unsafeJson(errorBody(error), { status: 400 })
 
@@ -87,33 +148,36 @@ export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
     Stream.encodeText
   )
 
-/** `POST /v1/chat/completions`: a completion, or its stream of chunks, from the engine. */
-export const createChatCompletion = ({ payload }: { readonly payload: ChatCompletionRequest }) =>
-  Effect.gen(function* () {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const name = payload.model ?? BASE_MODEL
-    const model = models.get(name)
-    if (model === undefined) {
-      return openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`)
-    }
-    const requestId = request.headers["x-request-id"]
-    const options = { modelName: name, ...(requestId === undefined ? {} : { requestId }) }
-    if (payload.stream !== true) {
-      return yield* completeEffect(model(), payload, options).pipe(
-        Effect.catchTag("EngineError", (e) => Effect.succeed(engineError(e)))
-      )
-    }
-    // The request is checked (and refused with a 400) before the stream, and so the 200, begins.
-    const chunks = yield* Effect.try({
-      try: () => completeStream(model(), payload, options),
-      catch: (error) => error
-    }).pipe(Effect.either)
-    if (chunks._tag === "Left") {
-      if (chunks.left instanceof EngineError) return engineError(chunks.left)
-      return yield* Effect.die(chunks.left)
-    }
-    return HttpServerResponse.stream(eventStream(chunks.right), {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache" }
+/** `POST /v1/chat/completions` over a policy cache: a completion, or its stream of chunks, from the engine. */
+export const createChatCompletion =
+  (cache: PolicyCache) =>
+  ({ payload }: { readonly payload: ChatCompletionRequest }) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const name = payload.model ?? BASE_MODEL
+      const resolved = yield* resolvePolicy(name, cache)
+      if (Option.isNone(resolved)) {
+        return openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`)
+      }
+      const model = () => resolved.value
+      const requestId = request.headers["x-request-id"]
+      const options = { modelName: name, ...(requestId === undefined ? {} : { requestId }) }
+      if (payload.stream !== true) {
+        return yield* completeEffect(model(), payload, options).pipe(
+          Effect.catchTag("EngineError", (e) => Effect.succeed(engineError(e)))
+        )
+      }
+      // The request is checked (and refused with a 400) before the stream, and so the 200, begins.
+      const chunks = yield* Effect.try({
+        try: () => completeStream(model(), payload, options),
+        catch: (error) => error
+      }).pipe(Effect.either)
+      if (chunks._tag === "Left") {
+        if (chunks.left instanceof EngineError) return engineError(chunks.left)
+        return yield* Effect.die(chunks.left)
+      }
+      return HttpServerResponse.stream(eventStream(chunks.right), {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache" }
+      })
     })
-  })
