@@ -66,11 +66,11 @@ describe("health", () => {
       })
     )
 
-    it.effect("the stub endpoints answer 501 JSON", () =>
+    it.effect("no endpoint is a stub: an unknown training job is a JSON 404", () =>
       Effect.gen(function* () {
         const reply = yield* send("GET", "/v1/preview/training-jobs/00000000-0000-4000-8000-000000000000")
-        expect(reply.status).toBe(501)
-        expect(reply.json).toEqual({ detail: "not implemented yet" })
+        expect(reply.status).toBe(404)
+        expect(reply.json).toEqual({ detail: "Training job not found" })
       })
     )
   })

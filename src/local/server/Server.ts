@@ -30,6 +30,7 @@ import { makeVerifier } from "./Auth.js"
 import { HandlersLive } from "./internal/handlers.js"
 import { edge, errors } from "./internal/middleware.js"
 import { routes } from "./internal/validate.js"
+import * as Worker from "./internal/worker.js"
 import { LocalApi } from "./LocalApi.js"
 
 /** The default host: loopback only. */
@@ -48,6 +49,8 @@ export interface Options {
   readonly port?: number | undefined
   /** The largest request body accepted, in bytes (default 64 MiB); larger bodies get 413. */
   readonly maxBodySize?: number | undefined
+  /** How long the job worker's `claimNext` waits for a job before asking again, in ms (default 1000). */
+  readonly workerPollMs?: number | undefined
 }
 
 /** The api with its handlers and the error middleware. */
@@ -59,8 +62,13 @@ const apiLayer = (maxBodySize: number) =>
 
 /**
  * The server, listening once the layer is built and closed (in-flight requests drained) when its scope
- * closes. It reads and writes through the store in context (build `Store.layer({ dataDir })` once and
- * provide it); it provides the platform's `HttpServer`, whose `address` is the bound port.
+ * closes, with the job worker (`internal/worker.ts`) running the queued training jobs. It reads and writes
+ * through the store in context (build `Store.layer({ dataDir })` once and provide it); it provides the
+ * platform's `HttpServer`, whose `address` is the bound port.
+ *
+ * Order: the worker starts before the server listens; on release the server stops and drains first, then the
+ * worker (a running job is failed with the store's interrupted message), and the store provided from outside
+ * is torn down last.
  */
 export const layer = (
   options: Options
@@ -72,7 +80,8 @@ export const layer = (
     Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
   )
   const node = NodeHttpServer.layer(createServer, { host: options.host ?? DEFAULT_HOST, port: options.port ?? 0 })
-  return Layer.provideMerge(serve, node)
+  const worker = Worker.layer({ pollMs: options.workerPollMs })
+  return Layer.provideMerge(serve, node).pipe(Layer.provide(worker))
 }
 
 /** The base URL of a running server (`http://127.0.0.1:<port>`). */

@@ -1,7 +1,6 @@
 /**
  * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
- * list are served; the jobs endpoints answer 501 for now (their requests are still validated first, so a bad
- * request gets 422).
+ * list and the jobs group (see `jobs.ts`) are served.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -12,11 +11,9 @@ import type { QueueCheck } from "../../../api/Health.js"
 import * as Database from "../../store/Database.js"
 import { LocalApi } from "../LocalApi.js"
 import { createChatCompletion, listModels } from "./inference.js"
+import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
 import { PolicyCache } from "./policyCache.js"
-import { notImplemented } from "./responses.js"
-
-const todo = () => Effect.succeed(notImplemented())
 
 /** A real query through the SQL client, within two seconds. */
 const databaseCheck = Database.ping.pipe(
@@ -61,13 +58,13 @@ export const ModelsLive = HttpApiBuilder.group(LocalApi, "models", (handlers) =>
     .handle("listBaseModels", () => Models.listBaseModels)
 )
 
-/** The jobs group (501 for now). */
+/** The jobs group, over the store (see `jobs.ts`); the worker runs the jobs it enqueues. */
 export const JobsLive = HttpApiBuilder.group(LocalApi, "jobs", (handlers) =>
   handlers
-    .handle("createTrainingJob", todo)
-    .handle("createSftTrainingJob", todo)
-    .handle("getTrainingJob", todo)
-    .handle("listTrainingJobEvents", todo)
+    .handle("createTrainingJob", Jobs.createTrainingJob)
+    .handle("createSftTrainingJob", Jobs.createSftTrainingJob)
+    .handle("getTrainingJob", Jobs.getTrainingJob)
+    .handle("listTrainingJobEvents", Jobs.listTrainingJobEvents)
 )
 
 /** The chat group, over the engine (both paths), with one cache of trained policies. */

@@ -28,6 +28,3 @@ export const invalid = (details: ReadonlyArray<ValidationError>): HttpServerResp
 
 /** 500 without any detail of the cause (which is logged server-side). */
 export const internalError = (): HttpServerResponse.HttpServerResponse => detail(500, "Internal Server Error")
-
-/** 501 for an endpoint this backend does not serve yet. */
-export const notImplemented = (): HttpServerResponse.HttpServerResponse => detail(501, "not implemented yet")
