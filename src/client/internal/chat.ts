@@ -12,7 +12,7 @@ import { ChatCompletionChunk, type ChatCompletionRequest } from "../../api/ChatC
 import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError, reasonOfStatus } from "../ApiError.js"
 import { endpointCall } from "./endpoint.js"
-import { decodeError, readText, send, type Transport } from "./http.js"
+import { decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
 import * as Sse from "./sse.js"
 
 const completions = endpointCall(createChatCompletion)
@@ -39,7 +39,7 @@ export const stream = (
         { ...call, headers: { ...call.headers, accept: "text/event-stream" } },
         (r) => Effect.succeed(r)
       )
-      const requestId = response.headers["x-request-id"] ?? response.headers["request-id"]
+      const requestId = requestIdOf(response.headers)
       const contentType = response.headers["content-type"] ?? ""
       if (!contentType.includes("text/event-stream")) {
         // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.

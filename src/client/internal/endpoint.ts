@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ApiError } from "../ApiError.js"
-import { type Call, decodeJson, invalidRequest, readText, send, type Transport } from "./http.js"
+import { type Call, decodeJson, invalidRequest, readText, requestIdOf, send, type Transport } from "./http.js"
 
 /** What one call of an endpoint takes. */
 export interface EndpointInput<E extends HttpApiEndpoint.HttpApiEndpoint.Any> {
@@ -19,11 +19,6 @@ export interface EndpointInput<E extends HttpApiEndpoint.HttpApiEndpoint.Any> {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** Whether the convention's retryable failures may be retried for this call. */
   readonly retry: boolean
-}
-
-/** A prepared request: the call on the wire, before it is sent. */
-export interface Prepared {
-  readonly call: Call
 }
 
 const paramsRegex = /:(\w+)/g
@@ -80,9 +75,7 @@ export const endpointCall = <E extends HttpApiEndpoint.HttpApiEndpoint.Any>(defi
       send(transport, call, (response) =>
         Effect.map(readText(call, response), (text) => ({ text, status: response.status, headers: response.headers }))
       ).pipe(
-        Effect.flatMap(({ text, status, headers }) =>
-          decodeJson(call, success, text, status, headers["x-request-id"] ?? headers["request-id"])
-        )
+        Effect.flatMap(({ text, status, headers }) => decodeJson(call, success, text, status, requestIdOf(headers)))
       )
     )
 

@@ -171,6 +171,10 @@ export const parseRetryAfter = (
   return Duration.millis(Math.max(0, date - now))
 }
 
+/** The request id a service gave in a response's headers (`x-request-id`, or `request-id`). */
+export const requestIdOf = (headers: Readonly<Record<string, string | undefined>>): string | undefined =>
+  headers["x-request-id"] ?? headers["request-id"]
+
 /** Map a non-2xx response to its `ApiError`, reading its body. */
 export const errorFromResponse = (
   call: Pick<Call, "method" | "path">,
@@ -188,7 +192,7 @@ export const errorFromResponse = (
       path: call.path,
       status,
       description: body.description ?? `HTTP ${status}`,
-      requestId: response.headers["x-request-id"] ?? response.headers["request-id"],
+      requestId: requestIdOf(response.headers),
       retryAfter: parseRetryAfter(response.headers, now),
       detail: body.detail,
       errorType: body.errorType,

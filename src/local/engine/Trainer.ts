@@ -190,6 +190,56 @@ const chunk = <A>(
   return out
 }
 
+/** Whether a sequence has a token to learn (position 0 has no prediction, so it never is one). */
+export const hasTrainableTokens = (s: TrainingSequence): boolean => {
+  for (let t = 1; t < s.mask.length; t++) if (s.mask[t] === 1) return true
+  return false
+}
+
+/** The tokens per RL gradient step: `packed_sequence_length`, else the option, else the default. */
+const maxBatchTokensOf = (config: ExperimentalConfig | null | undefined, options: RlOptions): number =>
+  config?.packed_sequence_length ?? options.maxBatchTokens ?? DEFAULT_MAX_BATCH_TOKENS
+
+/**
+ * The number of gradient steps `trainRl` takes on these groups with this config and options (what a job's
+ * `training_started.num_sequences` announces): the learnable trajectories of the groups whose rewards
+ * differ, cut into batches as `trainRl` cuts them.
+ */
+export const rlStepCount = (
+  groups: ReadonlyArray<RlGroup>,
+  config?: ExperimentalConfig | null,
+  options: RlOptions = {}
+): number => {
+  const { scaleRewards } = lossSettings(config)
+  const lengths: Array<number> = []
+  for (const group of groups) {
+    if (
+      !groupAdvantages(
+        group.items.map((item) => item.reward),
+        scaleRewards
+      ).trainable
+    )
+      continue
+    for (const item of group.items) if (hasTrainableTokens(item.sequence)) lengths.push(item.sequence.ids.length)
+  }
+  return chunk(lengths, options.batchSize, maxBatchTokensOf(config, options), (n) => n).length
+}
+
+/**
+ * The batches `trainSft` makes of these sequences: those with a token to learn, in order, `batchSize` per
+ * batch, or by `AUTO_SFT_BATCH_TOKENS` tokens with `"auto"`.
+ */
+export const sftBatches = <S extends TrainingSequence>(
+  sequences: ReadonlyArray<S>,
+  batchSize: number | "auto"
+): Array<Array<S>> =>
+  chunk(
+    sequences.filter(hasTrainableTokens),
+    batchSize === "auto" ? undefined : batchSize,
+    AUTO_SFT_BATCH_TOKENS,
+    (s) => s.ids.length
+  )
+
 const now = (): number => performance.now()
 
 /**
@@ -286,8 +336,7 @@ export const trainRl = (
     p.advantage = balanced[i]!
   })
 
-  const maxTokens = config?.packed_sequence_length ?? options.maxBatchTokens ?? DEFAULT_MAX_BATCH_TOKENS
-  const batches = chunk(prepared, options.batchSize, maxTokens, (p) => p.ids.length)
+  const batches = chunk(prepared, options.batchSize, maxBatchTokensOf(config, options), (p) => p.ids.length)
 
   // precalculate_logprobs: the old logprobs are the current policy's, the sampled ones become the originals.
   if (config?.precalculate_logprobs === true) {
@@ -427,8 +476,7 @@ export const trainSft = (
   }
   const rates = options.learningRate ?? DEFAULT_SFT_LEARNING_RATE
   if (typeof rates !== "number" && rates.length === 0) throw new RangeError("learning_rate: an empty list")
-  const items = sequences.map((s) => ({ ids: s.ids, mask: trainableMask(s) })).filter((s) => countOnes(s.mask) > 0)
-  const batches = chunk(items, size === "auto" ? undefined : size, AUTO_SFT_BATCH_TOKENS, (s) => s.ids.length)
+  const batches = sftBatches(sequences, size).map((batch) => batch.map((s) => ({ ids: s.ids, mask: trainableMask(s) })))
   const steps: Array<SftStepMetrics> = []
   batches.forEach((batch, index) => {
     const learningRate = typeof rates === "number" ? rates : (rates[Math.min(index, rates.length - 1)] ?? 0)

@@ -18,15 +18,13 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
 import { rlGroupsOf, type SftExample, sftSequenceOf } from "../../engine/Batches.js"
-import type { TrainingSequence } from "../../engine/LanguageModel.js"
 import type { AdamState } from "../../engine/Optimizer.js"
 import type { Policy } from "../../engine/Policy.js"
-import { groupAdvantages, lossSettings } from "../../engine/RlLoss.js"
 import {
-  AUTO_SFT_BATCH_TOKENS,
-  DEFAULT_MAX_BATCH_TOKENS,
-  type RlGroup,
+  hasTrainableTokens,
+  rlStepCount,
   type SftStepMetrics,
+  sftBatches,
   trainRl,
   trainSft
 } from "../../engine/Trainer.js"
@@ -88,49 +86,6 @@ export const meanMetrics = (steps: ReadonlyArray<StepMetrics>): StepMetrics => {
   return out
 }
 
-/** The number of chunks `Trainer`'s batching makes of items of these token lengths (no batch size). */
-const chunkCount = (lengths: ReadonlyArray<number>, maxTokens: number): number => {
-  let count = 0
-  let tokens = 0
-  let inChunk = 0
-  for (const n of lengths) {
-    if (inChunk > 0 && tokens + n > maxTokens) {
-      count++
-      tokens = 0
-      inChunk = 0
-    }
-    inChunk++
-    tokens += n
-  }
-  return inChunk > 0 ? count + 1 : count
-}
-
-/** Whether a sequence has a token to learn (the trainer never learns position 0). */
-const learnable = (s: TrainingSequence): boolean => {
-  for (let t = 1; t < s.mask.length; t++) if (s.mask[t] === 1) return true
-  return false
-}
-
-/**
- * The gradient steps `trainRl` will take on these groups (without a batch size): the learnable
- * trajectories of the groups whose rewards differ, cut by `packed_sequence_length` tokens (default 16,384).
- */
-export const rlStepCount = (groups: ReadonlyArray<RlGroup>, config: CreateTrainingJob["experimental_config"]) => {
-  const scale = lossSettings(config).scaleRewards
-  const lengths: Array<number> = []
-  for (const group of groups) {
-    if (
-      !groupAdvantages(
-        group.items.map((item) => item.reward),
-        scale
-      ).trainable
-    )
-      continue
-    for (const item of group.items) if (learnable(item.sequence)) lengths.push(item.sequence.ids.length)
-  }
-  return chunkCount(lengths, config?.packed_sequence_length ?? DEFAULT_MAX_BATCH_TOKENS)
-}
-
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 /** Runs a throwing engine call, its exception a {@link JobFailure} prefixed with `what`. */
@@ -170,29 +125,6 @@ export const trainRlJob = <E, R>(
     }
   })
 
-/** Cuts sequences as `trainSft` does: `size` per batch, or by `AUTO_SFT_BATCH_TOKENS` tokens with `"auto"`. */
-const sftBatches = (
-  sequences: ReadonlyArray<TrainingSequence>,
-  size: number | "auto"
-): Array<Array<TrainingSequence>> => {
-  const out: Array<Array<TrainingSequence>> = []
-  let current: Array<TrainingSequence> = []
-  let tokens = 0
-  for (const s of sequences) {
-    const full =
-      size !== "auto" ? current.length >= size : current.length > 0 && tokens + s.ids.length > AUTO_SFT_BATCH_TOKENS
-    if (full) {
-      out.push(current)
-      current = []
-      tokens = 0
-    }
-    current.push(s)
-    tokens += s.ids.length
-  }
-  if (current.length > 0) out.push(current)
-  return out
-}
-
 /**
  * Trains an SFT job on the policy and optimiser (in place) from the JSONL text of its training data: one
  * `trainSft` step per batch, yielding to the event loop between steps.
@@ -209,7 +141,7 @@ export const trainSftJob = <E, R>(
     const examples: ReadonlyArray<SftExample> = yield* decodeSftLines(data)
     const turns = config?.assistant_turns ?? "all"
     const sequences = yield* attempt("invalid training data", () =>
-      examples.map((example) => sftSequenceOf(example, turns)).filter(learnable)
+      examples.map((example) => sftSequenceOf(example, turns)).filter(hasTrainableTokens)
     )
     if (sequences.length === 0) {
       return yield* new JobFailure({ message: "the training data has no assistant turn to learn" })
