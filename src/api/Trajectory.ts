@@ -24,12 +24,16 @@ export type MetricValue = typeof MetricValue.Type
 
 /** Metrics by name. */
 export const Metrics = Schema.Record({ key: Schema.String, value: MetricValue })
+/** @see {@link Metrics} */
+export type Metrics = typeof Metrics.Type
 
 /** Metadata by name: scalars or null. */
 export const Metadata = Schema.Record({
   key: Schema.String,
   value: Schema.NullOr(Schema.Union(Schema.Finite, Schema.String, Schema.Boolean))
 })
+/** @see {@link Metadata} */
+export type Metadata = typeof Metadata.Type
 
 /** Another conversation of the same rollout (for example a sub-agent's), with its own tools. */
 export const History = Schema.Struct({

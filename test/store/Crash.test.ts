@@ -16,9 +16,11 @@ const root = join(import.meta.dirname, "../..")
 /** Runs the crash writer on a data dir until it has written, then kills it with SIGKILL. */
 const writeAndKill = (dataDir: string) =>
   Effect.async<{ readonly model: string; readonly job: string }, Error>((resume) => {
+    // One process (`node --import tsx`), not the `tsx` wrapper: SIGKILL on the wrapper would leave its child,
+    // the writer, running with the database open, and the test would not simulate a crash at all.
     const child = spawn(
-      join(root, "node_modules/.bin/tsx"),
-      [join(import.meta.dirname, "fixtures/crash-writer.ts"), dataDir],
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "fixtures/crash-writer.ts"), dataDir],
       {
         cwd: root,
         stdio: ["ignore", "pipe", "inherit"]

@@ -10,10 +10,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { compute } from "../../api/internal/metrics.js"
 import type { LogRequest } from "../../api/Trajectory.js"
 import { CheckpointMetrics, latestStep, requireModel } from "./internal/rows.js"
 import { decodeRows, json, nowIso, orDieSql } from "./internal/sql.js"
-import { compute } from "./Metrics.js"
 import { corrupt, type StoreError } from "./StoreError.js"
 
 /** A stored log entry without its groups. */

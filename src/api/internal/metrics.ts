@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import type { TrajectoryGroup } from "../../api/Trajectory.js"
+import type { TrajectoryGroup } from "../Trajectory.js"
 
 /** Metrics by name: finite numbers. */
 export type Metrics = Record<string, number>

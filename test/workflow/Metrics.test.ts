@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Trajectory, TrajectoryGroup } from "../../src/api/Trajectory.js"
-import { compute, populationStd } from "../../src/local/store/Metrics.js"
+import { compute, populationStd } from "../../src/workflow/Metrics.js"
 
 const trajectory = (reward: number, metrics?: Trajectory["metrics"]): Trajectory => ({
   messages_and_choices: [],
