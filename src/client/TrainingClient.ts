@@ -300,20 +300,20 @@ const follow = (
   return Stream.suspend(() => {
     const seen = new Set<string>()
     let after = options?.after
-    let caughtUp = false
     const step = Effect.gen(function* () {
       const params: ListEventsParams = {
         ...(after === undefined ? {} : { after }),
         limit: 100,
-        ...(caughtUp && waitMs !== undefined ? { wait_ms: waitMs } : {})
+        // A backend with the long poll holds the request only when nothing is new, so asking every time
+        // costs nothing while paging; one without it ignores the parameter and the pause below applies.
+        ...(waitMs !== undefined ? { wait_ms: waitMs } : {})
       }
       const started = yield* Clock.currentTimeMillis
       const result = yield* page(params)
       const fresh = result.data.filter((event) => !seen.has(event.id))
       for (const event of fresh) seen.add(event.id)
       if (result.last_id !== "") after = result.last_id
-      caughtUp = !result.has_more
-      if (caughtUp && !fresh.some(TrainingJob.isTerminal)) {
+      if (!result.has_more && !fresh.some(TrainingJob.isTerminal)) {
         const elapsed = (yield* Clock.currentTimeMillis) - started
         const pause = Duration.toMillis(pollInterval) - elapsed
         if (fresh.length === 0 && pause > 0) yield* Effect.sleep(Duration.millis(pause))

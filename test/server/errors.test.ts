@@ -161,7 +161,7 @@ describe("errors", () => {
         for (const [method, path] of [
           ["GET", "/v1/nothing"],
           ["GET", "/"],
-          ["PUT", "/v1/health"]
+          ["PUT", "/v1/nothing"]
         ] as const) {
           const reply = yield* send(method, path)
           expect(reply.status).toBe(404)

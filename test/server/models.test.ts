@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -30,6 +31,24 @@ describe("models", () => {
         const conflict = yield* Effect.flip(c.createModel({ project: "p", name: "a", base_model: base }))
         expect(conflict.status).toBe(409)
         expect(conflict.reason).toBe("Conflict")
+        // Final, so not retried even when a key makes the create retryable: one attempt, at once.
+        let attempts = 0
+        const counted = yield* Effect.flatMap(LocalBackend.LocalBackend, ({ url }) =>
+          training(url, {
+            transformClient: (http) =>
+              http.pipe(
+                HttpClient.tapRequest(() =>
+                  Effect.sync(() => {
+                    attempts++
+                  })
+                )
+              )
+          })
+        )
+        const keyed = yield* Effect.flip(
+          counted.createModel({ project: "p", name: "a", base_model: base }, { idempotencyKey: "taken-name" })
+        )
+        expect([keyed.reason, keyed.retryable, attempts]).toEqual(["Conflict", false, 1])
         const raw = yield* send("POST", "/v1/preview/models", { project: "p", name: "a", base_model: base })
         expect(raw.status).toBe(409)
         expect(raw.json).toEqual({ detail: expect.stringContaining("already exists") })

@@ -16,7 +16,10 @@ describe("Database", () => {
         Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id, name FROM effect_sql_migrations`),
         Database.layer({ dataDir: dir })
       )
-      expect(applied).toEqual([{ migration_id: 1, name: "initial" }])
+      expect(applied).toEqual([
+        { migration_id: 1, name: "initial" },
+        { migration_id: 2, name: "files" }
+      ])
     })
   )
 

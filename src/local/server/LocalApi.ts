@@ -3,10 +3,26 @@
  * `health`) and the inference service's model list, on one origin. Built from the definitions in `src/api/`,
  * so the server's routes and the clients' calls come from the same endpoints.
  *
+ * ## Extension: uploaded files
+ * Not in the hosted contract, the `files` group lets a caller hand this backend SFT training data over HTTP
+ * (the contract only takes a `training_data_url`):
+ * - `POST /v1/local/files` with the raw JSONL as the body (`Content-Type` `application/jsonl`,
+ *   `application/octet-stream` or `text/plain`; any other is 415; over the server's body limit 413) stores it
+ *   and answers `{id, url, bytes}`, where `url` is `<origin>/v1/local/files/<id>/content` on the origin the
+ *   request was sent to;
+ * - `GET /v1/local/files/{id}/content` answers the bytes (`application/jsonl`), 404 `{"detail": "File not
+ *   found"}` for an unknown id.
+ *
+ * Both need the key, like every route. An SFT job whose `training_data_url` is such a `url` of this server
+ * is read by the job worker straight from the store, so the URL needs no key.
+ *
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as Schema from "effect/Schema"
 import { listModels } from "../../api/InferenceApi.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
 
@@ -16,5 +32,43 @@ import { TrainingApi } from "../../api/TrainingApi.js"
  */
 export class InferenceModelsGroup extends HttpApiGroup.make("inference", { topLevel: true }).add(listModels) {}
 
+/** An uploaded file: its id, the URL of its content on this server, and its size in bytes. */
+export class LocalFile extends Schema.Class<LocalFile>("effect-rl/local/LocalFile")({
+  id: Schema.String,
+  url: Schema.String,
+  bytes: Schema.Int
+}) {}
+
+/** The path of a file's content, `/v1/local/files/<id>/content`, for building and recognising its URL. */
+export const fileContentPath = (id: string): string => `/v1/local/files/${encodeURIComponent(id)}/content`
+
+/** The file id of a `/v1/local/files/<id>/content` path, or undefined for any other path. */
+export const fileIdOfPath = (pathname: string): string | undefined => {
+  const match = /^\/v1\/local\/files\/([^/]+)\/content$/.exec(pathname)
+  if (match === null || match[1] === undefined) return undefined
+  try {
+    return decodeURIComponent(match[1])
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * `POST /v1/local/files` (extension). The body is read raw by the handler, not through a payload schema:
+ * the platform would parse `application/jsonl` as one JSON document.
+ */
+export const uploadFile = HttpApiEndpoint.post("uploadFile", "/v1/local/files").addSuccess(LocalFile)
+
+/** `GET /v1/local/files/{file_id}/content` (extension): the bytes of an uploaded file. */
+export const getFileContent = HttpApiEndpoint.get("getFileContent", "/v1/local/files/:file_id/content")
+  .setPath(Schema.Struct({ file_id: Schema.String }))
+  .addSuccess(HttpApiSchema.Uint8Array({ contentType: "application/jsonl" }))
+
+/** The uploaded files extension (see the module comment). */
+export class FilesGroup extends HttpApiGroup.make("files", { topLevel: true }).add(uploadFile).add(getFileContent) {}
+
 /** The combined api of the embedded backend. */
-export class LocalApi extends HttpApi.make("LocalApi").addHttpApi(TrainingApi).add(InferenceModelsGroup) {}
+export class LocalApi extends HttpApi.make("LocalApi")
+  .addHttpApi(TrainingApi)
+  .add(InferenceModelsGroup)
+  .add(FilesGroup) {}

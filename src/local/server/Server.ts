@@ -10,8 +10,18 @@
  * - a body over `maxBodySize`: 413 in the same per-surface shape;
  * - an unknown model on the training surface: 404 `{"detail": "Model not found"}`; a taken model name or an
  *   `Idempotency-Key` reused with a different body: 409 `{"detail": ...}`;
- * - an unknown route: 404 `{"detail": "Not Found"}`; a defect: 500 `{"detail": "Internal Server Error"}`, the
- *   cause logged server-side. No body ever carries a stack trace or the key.
+ * - an unknown route: 404 `{"detail": "Not Found"}`; a known path under another method: 405 `{"detail":
+ *   "Method Not Allowed"}` with an `Allow` header listing the path's methods;
+ * - a defect: 500 `{"detail": "Internal Server Error"}`, the cause logged server-side. No body ever carries a
+ *   stack trace or the key.
+ *
+ * Every response, error or not, carries `x-request-id`: the client's own when it sent a sane one (1 to 200
+ * printable ASCII characters), else a generated one; the server's logs of the request carry it too.
+ *
+ * Extension (not in the hosted contract): `POST /v1/local/files` stores raw JSONL training data and answers
+ * its URL on this server, `GET /v1/local/files/{id}/content` serves it (see `LocalApi`). The job worker reads
+ * an SFT job's `training_data_url` that is such a URL of this server straight from the store (no HTTP, no
+ * key); any other http(s) URL is fetched, a `file://` URL read from disk.
  *
  * @since 0.1.0
  */
@@ -22,15 +32,20 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
+import * as Files from "../store/Files.js"
 import type * as Store from "../store/Store.js"
 import { makeVerifier } from "./Auth.js"
+import { ownFilesReader } from "./internal/files.js"
 import { HandlersLive } from "./internal/handlers.js"
 import { edge, errors } from "./internal/middleware.js"
 import { routes } from "./internal/validate.js"
 import * as Worker from "./internal/worker.js"
+import { readTrainingData } from "./internal/workerData.js"
 import { LocalApi } from "./LocalApi.js"
 
 /** The default host: loopback only. */
@@ -68,21 +83,36 @@ const apiLayer = (maxBodySize: number) =>
  *
  * Order: the worker starts before the server listens; on release the server stops and drains first, then the
  * worker (a running job is failed with the store's interrupted message), and the store provided from outside
- * is torn down last.
+ * is torn down last. The uploaded files repository (`Files`) is built here over the same `SqlClient`.
  */
 export const layer = (
   options: Options
-): Layer.Layer<HttpServer.HttpServer, ServeError, Store.Services | SqlClient.SqlClient> => {
-  const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
-  const serve = HttpApiBuilder.serve(edge({ verify: makeVerifier(options.apiKey), maxBodySize })).pipe(
-    Layer.provide(apiLayer(maxBodySize)),
-    // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
-    Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
+): Layer.Layer<HttpServer.HttpServer, ServeError, Store.Services | SqlClient.SqlClient> =>
+  Layer.unwrapEffect(
+    Effect.gen(function* () {
+      const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
+      // The bound address, once listening: the worker recognises this server's own file URLs by it.
+      const bound = yield* Deferred.make<HttpServer.Address>()
+      const serve = HttpApiBuilder.serve(edge({ verify: makeVerifier(options.apiKey), maxBodySize })).pipe(
+        Layer.provide(apiLayer(maxBodySize)),
+        // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
+        Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
+      )
+      const node = NodeHttpServer.layer(createServer, {
+        host: options.host ?? DEFAULT_HOST,
+        port: options.port ?? 0
+      }).pipe(Layer.tap((context) => Deferred.succeed(bound, Context.get(context, HttpServer.HttpServer).address)))
+      const worker = Layer.unwrapEffect(
+        Effect.map(Files.Files, (files) =>
+          Worker.layer({
+            pollMs: options.workerPollMs,
+            readTrainingData: ownFilesReader(files, Deferred.await(bound), readTrainingData)
+          })
+        )
+      )
+      return Layer.provideMerge(serve, node).pipe(Layer.provide(worker), Layer.provide(Files.layer))
+    })
   )
-  const node = NodeHttpServer.layer(createServer, { host: options.host ?? DEFAULT_HOST, port: options.port ?? 0 })
-  const worker = Worker.layer({ pollMs: options.workerPollMs })
-  return Layer.provideMerge(serve, node).pipe(Layer.provide(worker))
-}
 
 /** The base URL of a running server (`http://127.0.0.1:<port>`). */
 export const url: Effect.Effect<string, never, HttpServer.HttpServer> = Effect.map(HttpServer.HttpServer, (server) => {

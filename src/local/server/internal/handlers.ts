@@ -1,6 +1,6 @@
 /**
  * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
- * list and the jobs group (see `jobs.ts`) are served.
+ * list, the jobs group (see `jobs.ts`), and the uploaded files extension (see `files.ts`) are served.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import type { QueueCheck } from "../../../api/Health.js"
 import * as Database from "../../store/Database.js"
 import { LocalApi } from "../LocalApi.js"
+import * as Files from "./files.js"
 import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
@@ -80,5 +81,10 @@ export const InferenceLive = HttpApiBuilder.group(LocalApi, "inference", (handle
   handlers.handle("listModels", () => listModels)
 )
 
+/** The uploaded files extension, over the store's `Files`. */
+export const FilesLive = HttpApiBuilder.group(LocalApi, "files", (handlers) =>
+  handlers.handle("uploadFile", () => Files.uploadFile).handle("getFileContent", Files.getFileContent)
+)
+
 /** Every group's handlers. */
-export const HandlersLive = Layer.mergeAll(HealthLive, ModelsLive, JobsLive, ChatLive, InferenceLive)
+export const HandlersLive = Layer.mergeAll(HealthLive, ModelsLive, JobsLive, ChatLive, InferenceLive, FilesLive)

@@ -31,6 +31,7 @@ import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
 import type { PolicyCache } from "./policyCache.js"
 import { openAi } from "./responses.js"
+import { yieldToEventLoop } from "./workerTraining.js"
 
 export {
   /** The base model every fresh backend serves. */
@@ -124,13 +125,18 @@ const streamErrorEvent = (error: unknown) => {
   )
 }
 
-/** The SSE body of a stream of chunks: pulled one by one, so decoding happens as the client reads. */
+/**
+ * The SSE body of a stream of chunks: pulled one by one, so decoding happens as the client reads. Between
+ * chunks the event loop gets a turn (a macrotask): Node writes to the socket only once the microtask queue
+ * drains, so without it a whole completion would leave in one write (the first token as late as the last),
+ * and concurrent streams would not take turns.
+ */
 export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
   Stream.repeatEffectOption(
     Effect.suspend(() => {
       try {
         const next = chunks.next()
-        return next.done ? Effect.fail(Option.none()) : Effect.succeed(sse(JSON.stringify(next.value)))
+        return next.done ? Effect.fail(Option.none()) : Effect.as(yieldToEventLoop, sse(JSON.stringify(next.value)))
       } catch (error) {
         return Effect.fail(Option.some(error))
       }

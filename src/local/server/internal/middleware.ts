@@ -1,18 +1,22 @@
 /**
  * The two middlewares of the server.
  *
- * - `edge` wraps the whole app: authentication, the body size limit, and a last net that turns any failure
- *   left into a JSON 500 (the cause is logged, never sent).
+ * - `edge` wraps the whole app: the request id, authentication, the body size limit, and a last net that
+ *   turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
+ *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
+ *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`).
  * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
- *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404, an unreadable
- *   or oversized body into 422 / 413, and a defect into a JSON 500.
+ *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404 (or 405 with
+ *   `Allow` when the path is known under other methods), an unreadable or oversized body into 422 / 413, and
+ *   a defect into a JSON 500.
  */
-import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
@@ -48,77 +52,136 @@ const decodeIssues = (error: unknown): Array<ValidationError> => {
   }))
 }
 
+/**
+ * The request with a body `edge` buffered (see `body.ts`). It is handed to the api's app by `errors`, not
+ * put in place of the request by `edge`: `edge` runs around the platform's response writing, which needs the
+ * original Node request.
+ */
+class BufferedRequest extends Context.Tag("effect-rl/local/server/BufferedRequest")<
+  BufferedRequest,
+  HttpServerRequest.HttpServerRequest
+>() {}
+
+/** Runs an effect with the buffered request, when there is one, as the request. */
+const withBuffered = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(
+    Effect.serviceOption(BufferedRequest),
+    Option.match({
+      onNone: () => effect,
+      onSome: (request) => Effect.provideService(effect, HttpServerRequest.HttpServerRequest, request)
+    })
+  )
+
 /** Options of the edge middleware. */
 export interface EdgeOptions {
   readonly verify: (authorization: string | undefined) => boolean
   readonly maxBodySize: number
 }
 
-/** The middleware around the whole app: auth, body limit, and the last net for failures. */
+/** A client's request id we echo: 1 to 200 printable ASCII characters (spaces allowed inside). */
+const SANE_REQUEST_ID = /^[\x21-\x7E](?:[\x20-\x7E]{0,198}[\x21-\x7E])?$/
+
+/** The request id of a request: the client's `x-request-id` when it is sane, else a new UUID. */
+export const requestIdOf = (header: string | undefined): string =>
+  header !== undefined && SANE_REQUEST_ID.test(header) ? header : crypto.randomUUID()
+
+/** Auth, the body limit and the last net, around the app. */
+const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    if (!options.verify(request.headers.authorization)) {
+      return Responses.isOpenAiPath(pathname(request))
+        ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
+        : Responses.detail(401, "Invalid or missing API key")
+    }
+    const length = Number(request.headers["content-length"] ?? "0")
+    if (!Number.isFinite(length) || length > options.maxBodySize) return tooLarge(request, options.maxBodySize)
+    const next = yield* buffered(request, options.maxBodySize)
+    if (next === undefined) {
+      return HttpServerResponse.setHeader(tooLarge(request, options.maxBodySize), "connection", "close")
+    }
+    const limited = IncomingMessage.withMaxBodySize(app, Option.some(options.maxBodySize))
+    return yield* next === request ? limited : Effect.provideService(limited, BufferedRequest, next)
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.interrupt
+        : Effect.as(Effect.logError("Unhandled request failure", cause), Responses.internalError())
+    )
+  )
+
+/** The middleware around the whole app: request id, auth, body limit, and the last net for failures. */
 export const edge =
   (options: EdgeOptions) =>
   <E, R>(app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (!options.verify(request.headers.authorization)) {
-        return Responses.isOpenAiPath(pathname(request))
-          ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
-          : Responses.detail(401, "Invalid or missing API key")
-      }
-      const length = Number(request.headers["content-length"] ?? "0")
-      if (!Number.isFinite(length) || length > options.maxBodySize) return tooLarge(request, options.maxBodySize)
-      const next = yield* buffered(request, options.maxBodySize)
-      if (next === undefined) {
-        return HttpServerResponse.setHeader(tooLarge(request, options.maxBodySize), "connection", "close")
-      }
-      return yield* app.pipe(
-        IncomingMessage.withMaxBodySize(Option.some(options.maxBodySize)),
-        Effect.provideService(HttpServerRequest.HttpServerRequest, next)
+      const requestId = requestIdOf(request.headers["x-request-id"])
+      const tag = (response: HttpServerResponse.HttpServerResponse) =>
+        HttpServerResponse.setHeader(response, "x-request-id", requestId)
+      // The app writes its response itself (the platform's response writing runs inside this middleware),
+      // so the header goes on in a pre-response handler; the answers `guard` gives without the app get it here.
+      const response = yield* guard(options, app).pipe(
+        HttpApp.withPreResponseHandler((_, response) => Effect.succeed(tag(response))),
+        Effect.annotateLogs("request_id", requestId)
       )
-    }).pipe(
-      Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Effect.interrupt
-          : Effect.as(Effect.logError("Unhandled request failure", cause), Responses.internalError())
-      )
-    )
+      return tag(response)
+    })
+
+/**
+ * The methods a path is served under (sorted), or none when no route has that path. `HEAD` is among them
+ * with `GET`: the router answers it for every `GET` route.
+ */
+const allowedMethods = (table: ReturnType<typeof routes>, path: string): ReadonlyArray<string> => {
+  const methods = new Set(table.filter((route) => route.pattern.test(path)).map((route) => route.method))
+  if (methods.has("GET")) methods.add("HEAD")
+  return [...methods].sort()
+}
 
 /** The middleware inside the api's app, before its error encoding. */
 export const errors =
   (table: ReturnType<typeof routes>, maxBodySize: number) =>
   (app: HttpApp.Default): HttpApp.Default =>
-    Effect.catchAllCause(app, (cause) =>
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure)) {
-          const error: unknown = failure.value
-          if (Predicate.isTagged(error, "HttpApiDecodeError")) {
-            const details = yield* validate(table, request)
-            const first = details[0]
-            if (
-              first !== undefined &&
-              Responses.isOpenAiPath(pathname(request)) &&
-              details.every((d) => crossFieldDetails.has(d))
-            ) {
-              // The engine's semantic checks across fields are 400s in the OpenAI shape, as the convention has it.
-              const param = first.loc.slice(1).join(".")
-              return Responses.openAi(400, "BadRequestError", first.msg.replace(/^Value error, /, ""), param)
+    withBuffered(
+      Effect.catchAllCause(app, (cause) =>
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure)) {
+            const error: unknown = failure.value
+            if (Predicate.isTagged(error, "HttpApiDecodeError")) {
+              const details = yield* validate(table, request)
+              const first = details[0]
+              if (
+                first !== undefined &&
+                Responses.isOpenAiPath(pathname(request)) &&
+                details.every((d) => crossFieldDetails.has(d))
+              ) {
+                // The engine's semantic checks across fields are 400s in the OpenAI shape, as the convention has it.
+                const param = first.loc.slice(1).join(".")
+                return Responses.openAi(400, "BadRequestError", first.msg.replace(/^Value error, /, ""), param)
+              }
+              return Responses.invalid(details.length > 0 ? details : decodeIssues(error))
             }
-            return Responses.invalid(details.length > 0 ? details : decodeIssues(error))
+            if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+              const allowed = allowedMethods(table, pathname(request))
+              if (allowed.length === 0) return Responses.detail(404, "Not Found")
+              return HttpServerResponse.setHeader(
+                Responses.detail(405, "Method Not Allowed"),
+                "allow",
+                allowed.join(", ")
+              )
+            }
+            if (isMaxBytes(error)) return tooLarge(request, maxBodySize)
+            // A typed error of an endpoint: HttpApiBuilder encodes it with the endpoint's error schema.
+            return yield* Effect.failCause(cause)
           }
-          if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
-            return Responses.detail(404, "Not Found")
-          }
-          if (isMaxBytes(error)) return tooLarge(request, maxBodySize)
-          // A typed error of an endpoint: HttpApiBuilder encodes it with the endpoint's error schema.
-          return yield* Effect.failCause(cause)
-        }
-        const defect = Cause.dieOption(cause)
-        if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(request, maxBodySize)
-        if (Option.isSome(defect) && isBodyError(defect.value)) return Responses.invalid([jsonInvalid])
-        if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
-        yield* Effect.logError("Request failed with a defect", cause)
-        return Responses.internalError()
-      })
+          const defect = Cause.dieOption(cause)
+          if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(request, maxBodySize)
+          if (Option.isSome(defect) && isBodyError(defect.value)) return Responses.invalid([jsonInvalid])
+          if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+          yield* Effect.logError("Request failed with a defect", cause)
+          return Responses.internalError()
+        })
+      )
     )

@@ -9,9 +9,15 @@ import type { ValidationError } from "../../../api/HttpValidationError.js"
 export const isOpenAiPath = (pathname: string): boolean =>
   pathname.startsWith("/v1/chat/") || pathname === "/v1/models" || pathname.startsWith("/v1/models/")
 
-/** `{detail: "<message>"}` with a status. */
+/**
+ * `{detail: "<message>"}` with a status. A 409 here is final (a taken name, a reused idempotency key), not a
+ * transient lock: it says `x-should-retry: false`, so clients that retry 409s by convention don't.
+ */
 export const detail = (status: number, message: string): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.unsafeJson({ detail: message }, { status })
+  HttpServerResponse.unsafeJson(
+    { detail: message },
+    status === 409 ? { status, headers: { "x-should-retry": "false" } } : { status }
+  )
 
 /** `{error: {message, type, param, code: status}}` with a status. */
 export const openAi = (

@@ -67,5 +67,17 @@ const initial = Effect.gen(function* () {
   )`
 })
 
+/** Migration 2: uploaded files (the server's `/v1/local/files` extension), their bytes kept in the row. */
+const files = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE files (
+    id TEXT PRIMARY KEY NOT NULL,
+    bytes INTEGER NOT NULL,
+    content_type TEXT NOT NULL,
+    content BLOB NOT NULL,
+    created_at TEXT NOT NULL
+  )`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
-export const migrations = { "1_initial": initial }
+export const migrations = { "1_initial": initial, "2_files": files }
