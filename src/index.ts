@@ -28,9 +28,31 @@ export * as TrainingApi from "./api/TrainingApi.js"
 export * as TrainingJob from "./api/TrainingJob.js"
 /** Trajectories, trajectory groups and the log request. */
 export * as Trajectory from "./api/Trajectory.js"
+/** Where a loop runs: the embedded local backend or the hosted service, as one layer providing both clients. */
+export * as Backend from "./Backend.js"
 /** The error of every client call. */
 export * as ApiError from "./client/ApiError.js"
 /** The inference service's client. */
 export * as InferenceClient from "./client/InferenceClient.js"
 /** The training service's client. */
 export * as TrainingClient from "./client/TrainingClient.js"
+/** Runnable examples: their shape, and the report `effect-rl train <name>` prints. */
+export * as Example from "./Example.js"
+/** The embedded local backend started in-process (its URL, key and data directory). */
+export * as LocalBackend from "./local/LocalBackend.js"
+/** Gathering groups of rollouts over scenarios, concurrently, with failures counted. */
+export * as Gather from "./workflow/Gather.js"
+/** The client-side metrics of a set of trajectory groups. */
+export * as Metrics from "./workflow/Metrics.js"
+/** The model a rollout talks to: a base model, or a trainable one that follows its checkpoints. */
+export * as Policy from "./workflow/Policy.js"
+/** Reward functions and their combinators; group scorers (group-relative, an LLM judge). */
+export * as Reward from "./workflow/Reward.js"
+/** Rollouts: agent code talking to a policy, recorded into a trajectory. */
+export * as Rollout from "./workflow/Rollout.js"
+/** Where SFT training data (JSONL) is written for the backend to read. */
+export * as SftData from "./workflow/SftData.js"
+/** Logging groups, RL and SFT training jobs followed to the end, checkpoint retention. */
+export * as Trainer from "./workflow/Trainer.js"
+/** The training loop: steps, evaluation, a target, and resume. */
+export * as TrainingLoop from "./workflow/TrainingLoop.js"

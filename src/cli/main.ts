@@ -6,6 +6,10 @@
  * - `effect-rl health`: the training service's health and system check
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
  * - `effect-rl base-models`: the trainable base models
+ * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]`: trains
+ *   one of the package's examples (`examples/`; without a name, lists them) on the hosted service when
+ *   `WANDB_API_KEY` is set, else on the embedded backend started in-process (data in a temporary directory
+ *   unless `--data-dir`), and prints its report
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]`:
  *   the embedded local backend; the key also comes from `EFFECT_RL_API_KEY`, and with neither a key is
  *   generated, printed once and stored in the data directory (`api-key`, mode 0600) for the next start.
@@ -26,6 +30,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as InferenceClient from "../client/InferenceClient.js"
 import * as TrainingClient from "../client/TrainingClient.js"
+import * as Example from "../Example.js"
 import { version } from "../internal/version.js"
 import * as ApiKey from "../local/server/ApiKey.js"
 import * as Server from "../local/server/Server.js"
@@ -37,12 +42,15 @@ Usage:
   effect-rl health                        the training service's health and system check
   effect-rl models [--project <t/p>]      the inference service's model list
   effect-rl base-models                   the trainable base models
+  effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
+                                          train an example (hosted if WANDB_API_KEY is set, else local)
   effect-rl serve [--host 127.0.0.1] [--port 0] [--data-dir ~/.effect-rl] [--api-key <key>]
                   [--max-body-size <bytes>]
                                           the embedded local backend (key also from EFFECT_RL_API_KEY)
   effect-rl --version | --help
 
-Environment: WANDB_API_KEY, EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL, EFFECT_RL_API_KEY (serve).`
+Environment: WANDB_API_KEY, EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL, EFFECT_RL_BASE_MODEL (train),
+EFFECT_RL_API_KEY (serve).`
 
 const json = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
@@ -101,6 +109,44 @@ const serve = (args: ReadonlyArray<string>) =>
     Effect.provide(NodeContext.layer)
   )
 
+/**
+ * The examples' registry (`examples/index`): beside `src/` when this runs from source (tsx), in `dist/examples/`
+ * when built.
+ */
+const registry = import.meta.url.endsWith(".ts") ? "../../examples/index.ts" : "../examples/index.js"
+
+const loadExamples = Effect.promise(
+  () =>
+    import(new URL(registry, import.meta.url).href) as Promise<{
+      readonly examples: Readonly<Record<string, Example.Example>>
+    }>
+).pipe(Effect.map((module) => module.examples))
+
+/** `effect-rl train <example>`: loads the example module and runs it with its report. */
+const train = (args: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const examples = yield* loadExamples
+    const names = Object.keys(examples).sort()
+    const name = args[0]
+    if (name === undefined || name.startsWith("--")) {
+      return yield* Console.log(`examples: ${names.join(", ")}\nrun one with: effect-rl train <example>`)
+    }
+    const example = examples[name]
+    if (example === undefined) return yield* Effect.fail(`unknown example '${name}'; examples: ${names.join(", ")}`)
+    yield* Example.run(example, Example.parseArgs(args.slice(1)))
+  }).pipe(
+    Effect.catchIf(
+      (e): e is string => typeof e === "string",
+      (message) =>
+        Effect.zipRight(
+          Console.error(`effect-rl train: ${message}`),
+          Effect.sync(() => {
+            process.exitCode = 2
+          })
+        )
+    )
+  )
+
 const main = (args: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
   const [command, ...rest] = args
   switch (command) {
@@ -129,6 +175,8 @@ const main = (args: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
       }).pipe(Effect.provide(Clients))
     case "serve":
       return serve(rest)
+    case "train":
+      return train(rest)
     default:
       return Effect.zipRight(
         Console.error(`effect-rl: unknown command '${command}'\n\n${usage}`),

@@ -1,0 +1,77 @@
+/**
+ * Where a training loop runs: the one layer that changes between the embedded local backend and the hosted
+ * service. Each layer provides both clients (`TrainingClient`, `InferenceClient`) over Node's HTTP client.
+ *
+ * - {@link local}: starts the embedded backend in-process (SQLite under a data directory, the small CPU
+ *   policy) on a free loopback port and points both clients at it. No account, GPU or network needed.
+ * - {@link hosted}: the hosted services, configured from the environment (`WANDB_API_KEY`,
+ *   `EFFECT_RL_TRAINING_URL`, `EFFECT_RL_INFERENCE_URL`), options winning over it.
+ * - {@link fromEnv}: `hosted` when `WANDB_API_KEY` is set, else `local`.
+ *
+ * ```ts
+ * program.pipe(Effect.provide(Backend.local()), NodeRuntime.runMain)   // on this machine
+ * program.pipe(Effect.provide(Backend.hosted()), NodeRuntime.runMain)  // against the hosted service
+ * ```
+ *
+ * Like the CLI, this module sits at the edge: it joins `local/` and `client/`, which never import each other.
+ *
+ * @since 0.1.0
+ */
+import type { PlatformError } from "@effect/platform/Error"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import * as Config from "effect/Config"
+import type { ConfigError } from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as InferenceClient from "./client/InferenceClient.js"
+import * as TrainingClient from "./client/TrainingClient.js"
+import * as LocalBackend from "./local/LocalBackend.js"
+
+/** What a backend layer provides: both clients. */
+export type Clients = TrainingClient.TrainingClient | InferenceClient.InferenceClient
+
+/** Options of {@link local}. */
+export interface LocalOptions extends LocalBackend.Options {
+  /** Options for both clients (retries, time-outs); the base URL and key come from the backend. */
+  readonly client?: Omit<TrainingClient.Options, "apiKey" | "baseUrl"> | undefined
+}
+
+/**
+ * The embedded backend started in-process, with both clients pointed at it; the backend itself
+ * ({@link LocalBackend.LocalBackend}: its URL, key and data directory) is provided too.
+ */
+export const local = (
+  options: LocalOptions = {}
+): Layer.Layer<Clients | LocalBackend.LocalBackend, PlatformError | ServeError | ConfigError> => {
+  const clients = Layer.unwrapEffect(
+    Effect.map(LocalBackend.LocalBackend, ({ apiKey, url }) => {
+      const common = { ...options.client, apiKey, baseUrl: url }
+      return Layer.mergeAll(TrainingClient.layer(common), InferenceClient.layer(common))
+    })
+  ).pipe(Layer.provide(NodeHttpClient.layerUndici))
+  return Layer.provideMerge(clients, LocalBackend.layer(options))
+}
+
+/** Options of {@link hosted}: those of each client (env fills what is left out). */
+export interface HostedOptions {
+  /** Options of the training client. */
+  readonly training?: TrainingClient.Options | undefined
+  /** Options of the inference client. */
+  readonly inference?: InferenceClient.Options | undefined
+}
+
+/** The hosted services, configured from the environment (see the module comment). */
+export const hosted = (options: HostedOptions = {}): Layer.Layer<Clients, ConfigError> =>
+  Layer.mergeAll(TrainingClient.layerConfig(options.training), InferenceClient.layerConfig(options.inference)).pipe(
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
+
+/** `hosted()` when `WANDB_API_KEY` is set in the environment, else `local(options)`. */
+export const fromEnv = (options: LocalOptions = {}): Layer.Layer<Clients, PlatformError | ServeError | ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(Config.option(Config.redacted("WANDB_API_KEY")), (key) =>
+      Option.isSome(key) ? hosted() : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError>)
+    )
+  )

@@ -1,0 +1,180 @@
+/**
+ * Runnable examples: what an example module exports, and how `effect-rl train <name>` and a plain
+ * `npx tsx examples/<name>.ts` run it and report on it.
+ *
+ * An example is an {@link Example}: a name, what it shows, and a `train` effect that needs only the two
+ * clients (so it runs on whichever backend layer it is given). {@link run} gives it a backend
+ * ({@link Backend.fromEnv}: the hosted service when `WANDB_API_KEY` is set, else the embedded backend
+ * started in-process) and prints the report: reward per step as a terminal chart, the best checkpoint's
+ * model name, how to run the same loop against the hosted service, and a last machine-readable line
+ * `summary: {"steps", "first_reward", "last3_reward", "seconds", "model"}`.
+ *
+ * @since 0.1.0
+ */
+import { resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { PlatformError } from "@effect/platform/Error"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Clock from "effect/Clock"
+import type { ConfigError } from "effect/ConfigError"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Backend from "./Backend.js"
+import { artifactName, type Trainable } from "./workflow/Policy.js"
+import type { Summary } from "./workflow/TrainingLoop.js"
+
+/** Options every example takes (from the command line or the caller). */
+export interface TrainOptions {
+  /** The step budget (each example has its own default). */
+  readonly steps?: number | undefined
+  /** The base model to train (default: the embedded backend's `effect-rl/tiny`, or `EFFECT_RL_BASE_MODEL`). */
+  readonly baseModel?: string | undefined
+  /** The model name to train under (default: the example's name and the time, so each run starts fresh). */
+  readonly modelName?: string | undefined
+}
+
+/** What an example's training gives back. */
+export interface Outcome {
+  /** The training loop's summary (steps with their metrics). */
+  readonly summary: Summary
+  /** The trained policy. */
+  readonly policy: Trainable
+}
+
+/** A runnable example. */
+export interface Example<E = unknown> {
+  /** Its name (`effect-rl train <name>`). */
+  readonly name: string
+  /** What it shows and the outcome to expect. */
+  readonly description: string
+  /** Trains it, on the backend its clients point at. */
+  readonly train: (options: TrainOptions) => Effect.Effect<Outcome, E, Backend.Clients>
+}
+
+/** The embedded backend's base model, the default of every example. */
+export const LOCAL_BASE_MODEL = "effect-rl/tiny"
+
+/** The base model an example trains: the option, else `EFFECT_RL_BASE_MODEL`, else the local one. */
+export const baseModelOf = (options: TrainOptions): string =>
+  options.baseModel ?? process.env.EFFECT_RL_BASE_MODEL ?? LOCAL_BASE_MODEL
+
+/** The model name an example trains under: the option, else `<example>-<time>`. */
+export const modelNameOf = (example: string, options: TrainOptions): string =>
+  options.modelName ??
+  `${example}-${new Date()
+    .toISOString()
+    .replace(/[-:.TZ]/g, "")
+    .slice(0, 14)}`
+
+/** A bar chart of values, one line per entry, scaled to `width` characters. */
+export const chart = (rows: ReadonlyArray<{ readonly label: string; readonly value: number }>, width = 40): string => {
+  if (rows.length === 0) return "(no steps)"
+  const max = Math.max(...rows.map((r) => r.value), 1e-9)
+  const min = Math.min(0, ...rows.map((r) => r.value))
+  const labelWidth = Math.max(...rows.map((r) => r.label.length))
+  return rows
+    .map((r) => {
+      const n = Math.round(((r.value - min) / (max - min || 1)) * width)
+      return `${r.label.padStart(labelWidth)} | ${"#".repeat(n)}${" ".repeat(width - n)} ${r.value.toFixed(3)}`
+    })
+    .join("\n")
+}
+
+/** The figures of the last line: steps run, first step's reward, mean of the last three, seconds, model. */
+export interface SummaryLine {
+  readonly steps: number
+  readonly first_reward: number | null
+  readonly last3_reward: number | null
+  readonly seconds: number
+  readonly model: string
+}
+
+/** The summary line's figures for an outcome (rewards are the training groups' mean reward per step). */
+export const summaryLine = (outcome: Outcome, seconds: number, model: string): SummaryLine => {
+  const rewards = outcome.summary.steps.map((s) => s.train.reward ?? 0)
+  const last3 = rewards.slice(-3)
+  return {
+    steps: rewards.length,
+    first_reward: rewards[0] ?? null,
+    last3_reward: last3.length === 0 ? null : last3.reduce((a, b) => a + b, 0) / last3.length,
+    seconds: Math.round(seconds * 10) / 10,
+    model
+  }
+}
+
+/** The best step by mean training reward (the checkpoint that sampled the best rollouts). */
+export const bestStep = (summary: Summary): number | undefined => {
+  let best: { step: number; reward: number } | undefined
+  for (const s of summary.steps) {
+    const reward = s.train.reward
+    if (reward !== undefined && (best === undefined || reward >= best.reward)) best = { step: s.step, reward }
+  }
+  // The final checkpoint sampled nothing yet; the validation at the end (if any) speaks for it.
+  const final = summary.finalValidation?.reward
+  if (final !== undefined && (best === undefined || final >= best.reward)) return summary.finalStep
+  return best?.step
+}
+
+const hostedHelp = (name: string) => `To run the same loop against the hosted service:
+  export WANDB_API_KEY=<your key>                      # the hosted service is used when this is set
+  export EFFECT_RL_BASE_MODEL=OpenPipe/Qwen3-14B-Instruct  # a base model it trains (effect-rl base-models)
+  # optional: EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL (default: the hosted services)
+  npx effect-rl train ${name}`
+
+/** Options of {@link run}. */
+export interface RunOptions extends TrainOptions {
+  /** Options of the embedded backend, when it is used (e.g. a `dataDir` to keep its data). */
+  readonly local?: Backend.LocalOptions | undefined
+}
+
+/**
+ * Runs an example on {@link Backend.fromEnv} and prints its report (see the module comment); the outcome
+ * is returned too.
+ */
+export const run = <E>(
+  example: Example<E>,
+  options: RunOptions = {}
+): Effect.Effect<Outcome, E | PlatformError | ServeError | ConfigError> =>
+  Effect.gen(function* () {
+    const started = yield* Clock.currentTimeMillis
+    yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
+    const outcome = yield* example.train(options)
+    const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    const model = outcome.policy.record
+    const best = bestStep(outcome.summary)
+    const bestName = artifactName(model, best ?? outcome.summary.finalStep)
+    const rows = outcome.summary.steps.map((s) => ({ label: `step ${s.step}`, value: s.train.reward ?? 0 }))
+    yield* Console.log(`\nreward per step (mean over the step's rollouts):\n${chart(rows)}`)
+    yield* Console.log(`\nbest checkpoint: ${bestName}`)
+    yield* Console.log(`latest checkpoint: ${artifactName(model, outcome.summary.finalStep)}`)
+    yield* Console.log(`\n${hostedHelp(example.name)}\n`)
+    yield* Console.log(`summary: ${JSON.stringify(summaryLine(outcome, seconds, bestName))}`)
+    return outcome
+  }).pipe(Effect.provide(Backend.fromEnv(options.local)))
+
+/** Reads `--steps <n>`, `--base-model <name>`, `--model <name>` and `--data-dir <dir>` from arguments. */
+export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
+  const flag = (name: string) => {
+    const i = args.indexOf(name)
+    return i === -1 ? undefined : args[i + 1]
+  }
+  const steps = flag("--steps")
+  const dataDir = flag("--data-dir")
+  return {
+    ...(steps === undefined ? {} : { steps: Number.parseInt(steps, 10) }),
+    baseModel: flag("--base-model"),
+    modelName: flag("--model"),
+    ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } })
+  }
+}
+
+/**
+ * Runs the example when its file is the program's entry point (`npx tsx examples/<name>.ts [--steps n]`);
+ * does nothing when the file is imported (by the CLI or a test).
+ */
+export const main = <E>(example: Example<E>, moduleUrl: string): void => {
+  const entry = process.argv[1]
+  if (entry === undefined || resolve(entry) !== fileURLToPath(moduleUrl)) return
+  NodeRuntime.runMain(run(example, parseArgs(process.argv.slice(2))))
+}

@@ -1,0 +1,216 @@
+/**
+ * Rollouts: an agent talks to a policy, and everything it samples is recorded into a trajectory.
+ *
+ * Inside {@link run}, agent code makes chat completions with {@link chat} (OpenAI-style: pass the whole
+ * message list each time) or through a {@link conversation} (plain Effect code that keeps the list for you).
+ * Each completion asks for logprobs and token ids, its first choice is appended to the trajectory (the
+ * trainable assistant turn) and the messages sent before it are recorded as context. A request whose
+ * messages do not continue the main conversation (a sub-agent's own conversation) is recorded as an
+ * additional history. {@link metric}, {@link metadata} and {@link log} add to the trajectory; the rollout's
+ * timing, token usage and the policy version at start and end are recorded for you.
+ *
+ * ```ts
+ * const play = (question: string) =>
+ *   Effect.gen(function* () {
+ *     const completion = yield* Rollout.chat({ messages: [{ role: "user", content: question }] })
+ *     return completion.choices[0]?.message.content ?? ""
+ *   })
+ * const finished = yield* Rollout.run(policy, play("2 + 2 ="))
+ * // finished.trajectory: messages_and_choices, metrics, timing; finished.value: the answer
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type { ChatCompletion, Choice } from "../api/ChatCompletion.js"
+import type { AssistantMessage, Message, Tool } from "../api/ChatMessage.js"
+import type { History, Metadata, Trajectory } from "../api/Trajectory.js"
+import { ApiError } from "../client/ApiError.js"
+import { Recorder } from "./internal/recorder.js"
+import type { Policy, Request } from "./Policy.js"
+
+/** The running rollout: its policy and its record. Provided by {@link run}. */
+export class Current extends Context.Tag("effect-rl/Rollout/Current")<
+  Current,
+  { readonly policy: Policy; readonly recorder: Recorder }
+>() {}
+
+/** A trajectory without its reward: what a rollout recorded (the reward comes from a reward function). */
+export type Draft = Omit<Trajectory, "reward">
+
+/** A finished rollout: what the agent code returned, and its trajectory. */
+export interface Finished<A> {
+  /** The value the agent code returned (e.g. its final answer). */
+  readonly value: A
+  /** The recorded trajectory, without reward. */
+  readonly trajectory: Draft
+}
+
+/** The policy of the running rollout. */
+export const policy: Effect.Effect<Policy, never, Current> = Effect.map(Current, (current) => current.policy)
+
+const noChoice = (completion: ChatCompletion) =>
+  new ApiError({
+    reason: "Decode",
+    method: "POST",
+    path: "/v1/chat/completions",
+    description: `chat completion ${completion.id} has no choices`,
+    retryable: false
+  })
+
+/**
+ * Creates a chat completion with the rollout's policy and records it: the request's messages not yet in the
+ * trajectory as context, then the first choice. `logprobs` and `return_token_ids` are always requested (the
+ * trainer needs them).
+ */
+export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError, Current> =>
+  Effect.flatMap(Current, ({ policy, recorder }) =>
+    policy.complete({ ...request, logprobs: true, return_token_ids: true }).pipe(
+      Effect.filterOrFail(
+        (completion) => completion.choices.length > 0,
+        (completion) => noChoice(completion)
+      ),
+      Effect.tap((completion) =>
+        Effect.sync(() => recorder.record(recorder.historyFor(request.messages), completion, request.tools))
+      )
+    )
+  )
+
+/** Adds a numeric (or boolean) metric to the trajectory; a later value of the same name wins. */
+export const metric = (name: string, value: number | boolean): Effect.Effect<void, never, Current> =>
+  Effect.map(Current, ({ recorder }) => {
+    recorder.metrics[name] = value
+  })
+
+/** Adds a metadata entry (a scalar) to the trajectory. */
+export const metadata = (key: string, value: string | number | boolean | null): Effect.Effect<void, never, Current> =>
+  Effect.map(Current, ({ recorder }) => {
+    recorder.metadata[key] = value
+  })
+
+/** Adds a line to the trajectory's logs. */
+export const log = (line: string): Effect.Effect<void, never, Current> =>
+  Effect.map(Current, ({ recorder }) => {
+    recorder.logs.push(line)
+  })
+
+/** Appends messages to the main conversation without a completion (e.g. the environment's last word). */
+export const append = (...messages: ReadonlyArray<Message>): Effect.Effect<void, never, Current> =>
+  Effect.map(Current, ({ recorder }) => recorder.append(messages))
+
+/** A conversation kept for the agent: add messages, ask the model for the next assistant turn. */
+export interface Conversation {
+  /** The messages so far. */
+  readonly messages: Effect.Effect<ReadonlyArray<Message>>
+  /** Adds a user message. */
+  readonly user: (content: string) => Effect.Effect<void>
+  /** Adds any message (a tool result, a system note). */
+  readonly add: (message: Message) => Effect.Effect<void>
+  /**
+   * Asks the model for the next assistant turn (recorded in the trajectory), adds it to the conversation
+   * and returns the choice; `overrides` are merged into this request.
+   */
+  readonly reply: (overrides?: Partial<Request>) => Effect.Effect<Choice, ApiError, Current>
+}
+
+/** Options of {@link conversation}. */
+export interface ConversationOptions {
+  /** The system prompt, if any. */
+  readonly system?: string | undefined
+  /** The tools offered to the model. */
+  readonly tools?: ReadonlyArray<Tool> | undefined
+  /** Request fields used for every turn (e.g. `max_completion_tokens`, `temperature`, `structured_outputs`). */
+  readonly request?: Partial<Request> | undefined
+}
+
+/** The assistant message that goes back into the conversation for a sampled choice. */
+export const assistantMessage = (choice: Choice): AssistantMessage => ({
+  role: "assistant",
+  content: choice.message.content ?? null,
+  ...(choice.message.tool_calls !== undefined && choice.message.tool_calls.length > 0
+    ? {
+        tool_calls: choice.message.tool_calls.map((call, i) => ({
+          id: call.id ?? `call_${i}`,
+          type: "function" as const,
+          function: call.function
+        }))
+      }
+    : {})
+})
+
+/** A new {@link Conversation}, recorded into the running rollout as the agent talks. */
+export const conversation = (options: ConversationOptions = {}): Effect.Effect<Conversation> =>
+  Effect.sync(() => {
+    const messages: Array<Message> =
+      options.system === undefined ? [] : [{ role: "system", content: options.system } as Message]
+    return {
+      messages: Effect.sync(() => [...messages]),
+      user: (content) => Effect.sync(() => void messages.push({ role: "user", content } as Message)),
+      add: (message) => Effect.sync(() => void messages.push(message)),
+      reply: (overrides) =>
+        Effect.map(
+          chat({
+            ...options.request,
+            ...overrides,
+            messages: [...messages],
+            ...(options.tools === undefined ? {} : { tools: options.tools })
+          }),
+          (completion) => {
+            const choice = completion.choices[0]!
+            messages.push(assistantMessage(choice))
+            return choice
+          }
+        )
+    }
+  })
+
+/** Options of {@link run}. */
+export interface RunOptions {
+  /** Metadata to start the trajectory with (e.g. the scenario's id). */
+  readonly metadata?: Metadata | undefined
+}
+
+const historyOf = (history: { readonly entries: ReadonlyArray<unknown>; readonly tools: unknown }): History =>
+  ({
+    messages_and_choices: history.entries,
+    ...(history.tools === undefined ? {} : { tools: history.tools })
+  }) as History
+
+/**
+ * Runs agent code as a rollout of `policy`: it returns what the code returned and the trajectory recorded,
+ * with `start_time`, the policy version at start and end, and `auto_metrics` (`duration_seconds`,
+ * `completions`, `prompt_tokens`, `completion_tokens`). The code's failure is the rollout's failure.
+ */
+export const run = <A, E, R>(
+  policy: Policy,
+  body: Effect.Effect<A, E, R>,
+  options: RunOptions = {}
+): Effect.Effect<Finished<A>, E, Exclude<R, Current>> =>
+  Effect.gen(function* () {
+    const recorder = new Recorder(options.metadata)
+    const initialVersion = yield* policy.version
+    const start = yield* Clock.currentTimeMillis
+    const value = yield* Effect.provideService(body, Current, { policy, recorder })
+    const end = yield* Clock.currentTimeMillis
+    const finalVersion = yield* policy.version
+    const [main, ...others] = recorder.histories
+    const trajectory: Draft = {
+      ...historyOf(main!),
+      ...(others.length > 0 ? { additional_histories: others.map(historyOf) } : {}),
+      initial_policy_version: initialVersion,
+      final_policy_version: finalVersion,
+      metrics: { ...recorder.metrics },
+      auto_metrics: {
+        duration_seconds: (end - start) / 1000,
+        completions: recorder.completions,
+        prompt_tokens: recorder.promptTokens,
+        completion_tokens: recorder.completionTokens
+      },
+      metadata: { ...recorder.metadata },
+      logs: [...recorder.logs],
+      start_time: new Date(start).toISOString()
+    }
+    return { value, trajectory }
+  })

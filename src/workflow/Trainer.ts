@@ -1,0 +1,328 @@
+/**
+ * Training a {@link Policy.Trainable}: logging trajectory groups, RL and SFT jobs followed to the end, and
+ * checkpoint retention.
+ *
+ * - {@link log}: the groups under a split through the log endpoint (the embedded backend answers the
+ *   metrics it computed; the hosted service answers nothing, read as `null`).
+ * - {@link train}: an RL job on the groups. Groups without trajectories are dropped (nothing is sent when
+ *   none is left: {@link TrainerError} `NothingToTrain`). The job is submitted with an idempotency key, by
+ *   default derived from the model, its current step and a digest of the body, so a repeated submission (a
+ *   retry after a lost response, or a training loop restarted mid-job) joins the job already submitted
+ *   instead of training twice. After a {@link TrainingFailed}, resubmitting the same groups at the same step
+ *   joins the failed job again: pass a fresh `idempotencyKey` to try anew.
+ * - {@link trainSft} / {@link trainSftUrl}: an SFT job on conversations (written as JSONL through the
+ *   {@link SftData} service) or on JSONL already at a URL; the same submission and following.
+ * - {@link follow} follows a submitted job; {@link events} is its event stream.
+ * - {@link prune}: keep the latest checkpoints and the best by a metric, delete the rest.
+ *
+ * **Following a job.** Events come from the client's follow (long poll with `wait_ms` where the backend
+ * offers it, else one poll per `pollInterval`; each page retried with backoff on transient failures;
+ * duplicated pages dropped), restarted from the last event seen when a failure outlasts the client's
+ * retries. A page served out of order may bring the terminal event before steps that came earlier; when
+ * fewer gradient steps were seen than `training_started.num_sequences` announced, the whole event list is
+ * read once more so the summary misses none. Each event is reported to `onEvent`, by default a log line
+ * (`Effect.logInfo`) with the progress "gradient step k/n".
+ *
+ * **The result.** On `training_ended` the new step is the job record's `step` when the backend gives it
+ * (the embedded one does), else the latest checkpoint's; the policy is moved to it (`setStep`), so rollouts
+ * that follow sample from the new weights. The metrics are each numeric `gradient_step` metric averaged over
+ * the steps that reported it. `training_failed` fails with {@link TrainingFailed} carrying the service's
+ * message.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type { JsonObject } from "../api/Json.js"
+import type {
+  CreateSftTrainingJob,
+  CreateTrainingJob,
+  ExperimentalConfig,
+  SftTrainingConfig,
+  TrainingJobEvent,
+  TrainingJobId
+} from "../api/TrainingJob.js"
+import type { TrajectoryGroup } from "../api/Trajectory.js"
+import type { ApiError } from "../client/ApiError.js"
+import { TrainingClient } from "../client/TrainingClient.js"
+import * as Internal from "./internal/trainer.js"
+import type { Trainable } from "./Policy.js"
+import { type Conversation, SftData, type SftDataError, toJsonl } from "./SftData.js"
+
+/** A job ended with `training_failed`. */
+export class TrainingFailed extends Data.TaggedError("TrainingFailed")<{
+  /** The failed job. */
+  readonly jobId: TrainingJobId
+  /** The service's `error_message`, when it gave one. */
+  readonly errorMessage: string | undefined
+}> {
+  override get message(): string {
+    return `training job ${this.jobId} failed: ${this.errorMessage ?? "the service gave no message"}`
+  }
+}
+
+/**
+ * The trainer could not go on: `NothingToTrain` (no group with a trajectory), `NoCheckpoint` (the job ended
+ * but no checkpoint step could be found), `EventsEnded` (the event stream stopped before a terminal event).
+ */
+export class TrainerError extends Data.TaggedError("TrainerError")<{
+  /** Why. */
+  readonly reason: "NothingToTrain" | "NoCheckpoint" | "EventsEnded"
+  /** What happened. */
+  readonly description: string
+}> {
+  override get message(): string {
+    return `${this.reason}: ${this.description}`
+  }
+}
+
+/** Where a job is, reported for each of its events. */
+export interface Progress {
+  /** The job. */
+  readonly jobId: TrainingJobId
+  /** The event. */
+  readonly event: TrainingJobEvent
+  /** Gradient steps seen so far (this one included). */
+  readonly step: number
+  /** The gradient steps the job announced (`num_sequences`), once known. */
+  readonly of: number | undefined
+}
+
+/** How to follow a job. */
+export interface FollowOptions {
+  /** Long-poll time asked of the backend per caught-up request (default 10 seconds; at most 60). */
+  readonly wait?: Duration.DurationInput | undefined
+  /** The pause between polls once caught up, and the base of the backoff between resumes (default 1 s). */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** How many times in a row the following is resumed after a failure the client did not retry past (default 5). */
+  readonly resumes?: number | undefined
+  /** Called for each event; by default each event is logged with `Effect.logInfo`. */
+  readonly onEvent?: ((progress: Progress) => Effect.Effect<void>) | undefined
+}
+
+/** Options of a job submission. */
+export interface SubmitOptions extends FollowOptions {
+  /** The `Idempotency-Key` of the submission (default: derived from model, step and body, see the module). */
+  readonly idempotencyKey?: string | undefined
+}
+
+/** Options of {@link train}. */
+export interface TrainOptions extends SubmitOptions {
+  /** The job's `experimental_config`. */
+  readonly config?: ExperimentalConfig | null | undefined
+}
+
+/** Options of {@link trainSft} and {@link trainSftUrl}. */
+export interface SftOptions extends SubmitOptions {
+  /** The job's `config` (batch size, learning rate, `assistant_turns`). */
+  readonly config?: SftTrainingConfig | null | undefined
+  /** The job's `experimental_config`. */
+  readonly experimentalConfig?: JsonObject | null | undefined
+}
+
+/** A finished job. */
+export interface Result {
+  /** The job. */
+  readonly jobId: TrainingJobId
+  /** The checkpoint step it produced (the policy's step now). */
+  readonly step: number
+  /** Each numeric gradient-step metric, averaged over the steps that reported it. */
+  readonly metrics: Record<string, number>
+  /** How many gradient steps the job took. */
+  readonly gradientSteps: number
+}
+
+/** Logs groups under a split (`train`, `val`, `test`, ...); retried under a key derived from the body. */
+export const log = Effect.fn("Trainer.log")(function* (
+  policy: Trainable,
+  groups: ReadonlyArray<TrajectoryGroup>,
+  split: string,
+  options?: { readonly idempotencyKey?: string | undefined }
+) {
+  const client = yield* TrainingClient
+  const body = { split, trajectory_groups: groups }
+  const step = yield* policy.step
+  const idempotencyKey = options?.idempotencyKey ?? Internal.defaultKey("log", policy.record.id, step, body)
+  yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, split, groups: groups.length })
+  return yield* client.log(policy.record.id, body, { idempotencyKey })
+})
+
+/** An RL job on the groups, followed to the end; the policy moves to the new step (see the module). */
+export const train = Effect.fn("Trainer.train")(function* (
+  policy: Trainable,
+  groups: ReadonlyArray<TrajectoryGroup>,
+  options: TrainOptions = {}
+) {
+  const client = yield* TrainingClient
+  const kept = groups.filter((group) => group.trajectories.length > 0)
+  if (kept.length === 0) {
+    return yield* new TrainerError({
+      reason: "NothingToTrain",
+      description: `none of the ${groups.length} groups has a trajectory`
+    })
+  }
+  const body: CreateTrainingJob = {
+    model_id: policy.record.id,
+    trajectory_groups: kept,
+    ...(options.config === undefined ? {} : { experimental_config: options.config })
+  }
+  const step = yield* policy.step
+  const idempotencyKey = options.idempotencyKey ?? Internal.defaultKey("rl", policy.record.id, step, body)
+  yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, groups: kept.length, step })
+  const job = yield* client.createTrainingJob(body, { idempotencyKey })
+  return yield* follow(policy, job.id, options)
+})
+
+/** An SFT job on JSONL already at `url` (hosted: an artifact URI), followed to the end like {@link train}. */
+export const trainSftUrl = Effect.fn("Trainer.trainSftUrl")(function* (
+  policy: Trainable,
+  url: string,
+  options: SftOptions = {}
+) {
+  const client = yield* TrainingClient
+  const body: CreateSftTrainingJob = {
+    model_id: policy.record.id,
+    training_data_url: url,
+    ...(options.config === undefined ? {} : { config: options.config }),
+    ...(options.experimentalConfig === undefined ? {} : { experimental_config: options.experimentalConfig })
+  }
+  const step = yield* policy.step
+  const idempotencyKey = options.idempotencyKey ?? Internal.defaultKey("sft", policy.record.id, step, body)
+  yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, step })
+  const job = yield* client.createSftTrainingJob(body, { idempotencyKey })
+  return yield* follow(policy, job.id, options)
+})
+
+/**
+ * An SFT job on conversations: their JSONL is stored through {@link SftData} (e.g. `SftData.directory` for
+ * the embedded backend), then trained on like {@link trainSftUrl}.
+ */
+export const trainSft = (
+  policy: Trainable,
+  conversations: ReadonlyArray<Conversation>,
+  options: SftOptions = {}
+): Effect.Effect<Result, ApiError | TrainingFailed | TrainerError | SftDataError, TrainingClient | SftData> =>
+  Effect.gen(function* () {
+    if (conversations.length === 0) {
+      return yield* new TrainerError({ reason: "NothingToTrain", description: "no conversation to train on" })
+    }
+    const data = yield* SftData
+    const url = yield* data.upload(yield* toJsonl(conversations))
+    return yield* trainSftUrl(policy, url, options)
+  }).pipe(Effect.withSpan("Trainer.trainSft", { attributes: { conversations: conversations.length } }))
+
+/** A job's events, each once, until the terminal one (see "Following a job" in the module). */
+export const events = (
+  jobId: TrainingJobId,
+  options: FollowOptions & { readonly after?: string | undefined } = {}
+): Stream.Stream<TrainingJobEvent, ApiError, TrainingClient> =>
+  Stream.unwrap(
+    Effect.map(TrainingClient, (client) =>
+      Internal.followEvents(client, jobId, {
+        after: options.after,
+        wait: Internal.durationOr(options.wait, "10 seconds"),
+        pollInterval: Internal.durationOr(options.pollInterval, "1 second"),
+        resumes: options.resumes ?? 5
+      })
+    )
+  )
+
+/** The default progress report: a log line per event. */
+const logProgress = ({ event, jobId, of, step }: Progress): Effect.Effect<void> => {
+  switch (event.type) {
+    case "training_started":
+      return Effect.logInfo(`training job ${jobId} started: ${event.data.num_sequences ?? "?"} gradient steps`)
+    case "gradient_step": {
+      const loss = event.data.loss ?? event.data.policy_loss
+      return Effect.logInfo(
+        `training job ${jobId}: gradient step ${step}/${of ?? "?"}${loss == null ? "" : ` loss ${loss.toPrecision(4)}`}`
+      )
+    }
+    case "training_ended":
+      return Effect.logInfo(`training job ${jobId} ended after ${step} gradient steps`)
+    case "training_failed":
+      return Effect.logInfo(`training job ${jobId} failed: ${event.data.error_message ?? "no message"}`)
+  }
+}
+
+/** Follows a submitted job to its end and moves the policy to the step it produced (see the module). */
+export const follow = Effect.fn("Trainer.follow")(function* (
+  policy: Trainable,
+  jobId: TrainingJobId,
+  options: FollowOptions = {}
+) {
+  const client = yield* TrainingClient
+  yield* Effect.annotateCurrentSpan({ training_job_id: jobId })
+  const report = options.onEvent ?? logProgress
+  const tally = Internal.emptyTally()
+  const take = (event: TrainingJobEvent) =>
+    Internal.count(tally, event)
+      ? report({ jobId, event, step: tally.gradientSteps, of: tally.numSequences ?? undefined })
+      : Effect.void
+  const last = yield* events(jobId, options).pipe(
+    Stream.tap(take),
+    Stream.runLast,
+    Effect.map(Option.filter((event) => event.type === "training_ended" || event.type === "training_failed"))
+  )
+  if (Option.isNone(last)) {
+    return yield* new TrainerError({
+      reason: "EventsEnded",
+      description: `the events of job ${jobId} ended without training_ended or training_failed`
+    })
+  }
+  if (last.value.type === "training_failed") {
+    return yield* new TrainingFailed({ jobId, errorMessage: last.value.data.error_message ?? undefined })
+  }
+  if (Internal.incomplete(tally)) {
+    // Out-of-order pages may have brought the end before some steps: read the whole list once more.
+    yield* client.trainingJobEvents(jobId, { limit: 100 }).pipe(
+      Stream.filter((event) => event.type === "training_started" || event.type === "gradient_step"),
+      Stream.runForEach(take)
+    )
+  }
+  const record = yield* client.getTrainingJob(jobId)
+  const step =
+    record.step ?? Option.getOrUndefined(Option.map(yield* client.latestCheckpoint(policy.record.id), (c) => c.step))
+  if (step === undefined) {
+    return yield* new TrainerError({
+      reason: "NoCheckpoint",
+      description: `job ${jobId} ended but model ${policy.record.id} has no checkpoint`
+    })
+  }
+  yield* policy.setStep(step)
+  return { jobId, step, metrics: Internal.averages(tally), gradientSteps: tally.gradientSteps } satisfies Result
+})
+
+/** Options of {@link prune}. */
+export interface PruneOptions {
+  /** How many of the latest checkpoints to keep (default 1). */
+  readonly keepLatest?: number | undefined
+  /** Also keep the best checkpoint by this metric of its `metrics` (the later one on a tie). */
+  readonly best?: { readonly metric: string; readonly direction: "max" | "min" } | undefined
+}
+
+/**
+ * Checkpoint retention: keeps the latest `keepLatest` checkpoints, the best by `best.metric`, and the step
+ * the policy uses now; deletes the others. Answers the steps deleted, in ascending order.
+ */
+export const prune = Effect.fn("Trainer.prune")(function* (policy: Trainable, options: PruneOptions = {}) {
+  const client = yield* TrainingClient
+  const checkpoints = yield* Stream.runCollect(client.checkpoints(policy.record.id, { limit: 100, order: "asc" }))
+  const keep = Internal.retained([...checkpoints], {
+    keepLatest: options.keepLatest ?? 1,
+    best: options.best,
+    current: yield* policy.step
+  })
+  const doomed = [...checkpoints]
+    .map((c) => c.step)
+    .filter((step) => !keep.has(step))
+    .sort((a, b) => a - b)
+  yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, kept: keep.size, deleting: doomed.length })
+  if (doomed.length === 0) return []
+  const result = yield* client.deleteCheckpoints(policy.record.id, doomed)
+  const missing = new Set(result.not_found_steps)
+  return doomed.filter((step) => !missing.has(step))
+})

@@ -1,0 +1,259 @@
+/**
+ * The training loop: over a dataset of scenarios, step after step, gather groups of rollouts with the
+ * current policy, log them, train on them, and evaluate on a validation split every few steps, until a
+ * step budget or a target metric is reached.
+ *
+ * **Steps are checkpoints.** The loop's step is the policy's checkpoint step: step `k` gathers with the
+ * weights of checkpoint `k` and its training job makes checkpoint `k + 1`. The scenarios of step `k` are a
+ * fixed function of `k` (the dataset shuffled once with `seed`, then taken `groupsPerStep` at a time, wrapping
+ * around), so a loop that is **resumed** after a crash starts from the model's latest checkpoint and carries
+ * on with the scenarios that step would have had: no step is redone or skipped. (A step whose job had
+ * finished before the crash is done; one whose job had not is gathered again.)
+ *
+ * **Evaluation.** With `validation` scenarios and `evalEvery: k`, the policy is evaluated before training at
+ * every step divisible by `k` and once more at the end: `validationRollouts` rollouts per scenario, logged
+ * under `val`. Training groups are logged under `train`. The metrics of both are computed here
+ * ({@link Metrics.compute}), so the loop reports the same numbers on any backend.
+ *
+ * **Stopping.** At `steps` (the budget: the checkpoint step to reach), or when `stopAt`'s metric reaches its
+ * value (on the validation metrics when they are computed that step, else the training ones). Interrupting
+ * the loop (Ctrl-C under `NodeRuntime.runMain`) interrupts every rollout in flight; a training job already
+ * submitted finishes on the service and the next run resumes after it.
+ *
+ * ```ts
+ * const summary = yield* TrainingLoop.run({
+ *   policy, scenarios, rollout: play, reward: Reward.fromFunction(({ value }) => value),
+ *   groupsPerStep: 4, rolloutsPerGroup: 8, steps: 10
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { ExperimentalConfig } from "../api/TrainingJob.js"
+import type { ApiError } from "../client/ApiError.js"
+import type { TrainingClient } from "../client/TrainingClient.js"
+import * as Gather from "./Gather.js"
+import * as Metrics from "./Metrics.js"
+import type { Trainable } from "./Policy.js"
+import type { GroupScorer, Reward } from "./Reward.js"
+import type { Current } from "./Rollout.js"
+import * as Trainer from "./Trainer.js"
+
+/** Options of {@link run}. */
+export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = never> {
+  /** The trainable policy (its latest checkpoint is where the loop starts or resumes). */
+  readonly policy: Trainable
+  /** The training scenarios (one group each per step). */
+  readonly scenarios: ReadonlyArray<S>
+  /** The validation scenarios (see `evalEvery`). */
+  readonly validation?: ReadonlyArray<S> | undefined
+  /** The agent code of one rollout. */
+  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, E, R>
+  /** The reward of one finished rollout. */
+  readonly reward: Reward<S, A, ER, RR>
+  /** Re-scores each group together (a judge, group-relative scoring). */
+  readonly scoreGroup?: GroupScorer<S, A, EG, RG> | undefined
+  /** Groups (scenarios) per training step. */
+  readonly groupsPerStep: number
+  /** Rollouts per group. */
+  readonly rolloutsPerGroup: number
+  /** The step budget: the loop ends once the policy's checkpoint step reaches it. */
+  readonly steps: number
+  /** Evaluate on `validation` every this many steps (and at the end); default: never. */
+  readonly evalEvery?: number | undefined
+  /** Rollouts per validation scenario (default 1). */
+  readonly validationRollouts?: number | undefined
+  /** Stop once a metric reaches a value (`direction` `max`: at or above it, the default; `min`: at or below). */
+  readonly stopAt?:
+    | { readonly metric: string; readonly value: number; readonly direction?: "max" | "min" | undefined }
+    | undefined
+  /** The `experimental_config` of every training job (e.g. `learning_rate`). */
+  readonly config?: ExperimentalConfig | undefined
+  /** The order of the scenarios is shuffled once with this seed (default 0); the same seed, the same steps. */
+  readonly seed?: number | undefined
+  /** Gathering: rollouts in flight, per-rollout time limit, tolerated failures, progress. */
+  readonly gather?:
+    | {
+        readonly concurrency?: number | undefined
+        readonly groupConcurrency?: number | undefined
+        readonly timeout?: Duration.DurationInput | undefined
+        readonly maxExceptions?: Gather.MaxExceptions | undefined
+        readonly progress?: Gather.Options<S, A, E, R>["progress"]
+      }
+    | undefined
+  /** Checkpoint retention after each step (see `Trainer.prune`); default: keep everything. */
+  readonly retention?: Trainer.PruneOptions | undefined
+  /** Following each job (long poll, poll interval, per-event callback). */
+  readonly follow?: Trainer.FollowOptions | undefined
+  /** Called after each step with its report. */
+  readonly onStep?: ((report: StepReport) => Effect.Effect<void>) | undefined
+}
+
+/** What one step did. */
+export interface StepReport {
+  /** The checkpoint step the rollouts sampled from. */
+  readonly step: number
+  /** The checkpoint step the training job made. */
+  readonly trainedStep: number
+  /** The metrics of the training groups (see `Metrics.compute`). */
+  readonly train: Metrics.Metrics
+  /** The training job's metrics, averaged over its gradient steps. */
+  readonly training: Record<string, number>
+  /** The validation metrics, when the policy was evaluated at this step. */
+  readonly validation?: Metrics.Metrics | undefined
+  /** Wall time of the step, in seconds. */
+  readonly seconds: number
+}
+
+/** Why the loop ended. */
+export type StopReason = "budget" | "target"
+
+/** What the loop did. */
+export interface Summary {
+  /** The checkpoint step the loop started (or resumed) from. */
+  readonly startStep: number
+  /** The checkpoint step it ended at. */
+  readonly finalStep: number
+  /** A report per step run. */
+  readonly steps: ReadonlyArray<StepReport>
+  /** The validation metrics at the end, when there is a validation split and `evalEvery`. */
+  readonly finalValidation?: Metrics.Metrics | undefined
+  /** Why it ended. */
+  readonly stoppedBy: StopReason
+}
+
+/** A deterministic shuffle (Fisher–Yates over a 32-bit LCG seeded with `seed`) of the indices `0..n-1`. */
+export const order = (n: number, seed: number): ReadonlyArray<number> => {
+  const out = Array.from({ length: n }, (_, i) => i)
+  let state = (seed ^ 0x9e3779b9) >>> 0
+  for (let i = n - 1; i > 0; i--) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0
+    const j = state % (i + 1)
+    const t = out[i]!
+    out[i] = out[j]!
+    out[j] = t
+  }
+  return out
+}
+
+/** The scenarios of step `step`: `groupsPerStep` of the shuffled dataset, wrapping around. */
+export const scenariosOf = <S>(
+  scenarios: ReadonlyArray<S>,
+  step: number,
+  groupsPerStep: number,
+  seed = 0
+): ReadonlyArray<S> => {
+  if (scenarios.length === 0) return []
+  const shuffled = order(scenarios.length, seed)
+  return Array.from(
+    { length: groupsPerStep },
+    (_, j) => scenarios[shuffled[(step * groupsPerStep + j) % scenarios.length]!]!
+  )
+}
+
+const reached = (metrics: Metrics.Metrics, stopAt: NonNullable<Options<never, never, never, never>["stopAt"]>) => {
+  const value = metrics[stopAt.metric]
+  if (value === undefined) return false
+  return stopAt.direction === "min" ? value <= stopAt.value : value >= stopAt.value
+}
+
+/**
+ * Runs the loop (see the module comment): from the policy's current step to `steps`, or until `stopAt`.
+ */
+export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
+  options: Options<S, A, E, R, ER, RR, EG, RG>
+): Effect.Effect<
+  Summary,
+  Gather.GatherError | EG | ApiError | Trainer.TrainingFailed | Trainer.TrainerError,
+  Exclude<R, Current> | RR | RG | TrainingClient
+> =>
+  Effect.gen(function* () {
+    const { policy } = options
+    const seed = options.seed ?? 0
+    const evalEvery = options.evalEvery ?? 0
+    const validation = options.validation ?? []
+    const evaluates = evalEvery > 0 && validation.length > 0
+
+    const gatherOptions = {
+      policy,
+      rollout: options.rollout,
+      reward: options.reward,
+      ...(options.scoreGroup === undefined ? {} : { scoreGroup: options.scoreGroup }),
+      ...options.gather
+    }
+
+    const evaluate = Effect.gen(function* () {
+      const gathered = yield* Gather.groups({
+        ...gatherOptions,
+        scenarios: validation,
+        rolloutsPerGroup: options.validationRollouts ?? 1
+      })
+      const groups = Gather.trajectoryGroups(gathered)
+      yield* Trainer.log(policy, groups, "val")
+      return Metrics.compute(groups)
+    }).pipe(Effect.withSpan("TrainingLoop.evaluate"))
+
+    const startStep = yield* policy.step
+    const reports: Array<StepReport> = []
+    let step = startStep
+    let stoppedBy: StopReason = "budget"
+    let lastValidation: { readonly step: number; readonly metrics: Metrics.Metrics } | undefined
+    yield* Effect.logInfo(`training loop: from step ${startStep} to ${options.steps}`)
+
+    while (step < options.steps) {
+      const started = yield* Clock.currentTimeMillis
+      let validationMetrics: Metrics.Metrics | undefined
+      if (evaluates && step % evalEvery === 0) {
+        validationMetrics = yield* evaluate
+        lastValidation = { step, metrics: validationMetrics }
+      }
+      const gathered = yield* Gather.groups({
+        ...gatherOptions,
+        scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
+        rolloutsPerGroup: options.rolloutsPerGroup,
+        metadata: (_, index) => ({ step, group: index })
+      })
+      const groups = Gather.trajectoryGroups(gathered)
+      const train = Metrics.compute(groups)
+      yield* Trainer.log(policy, groups, "train")
+      const result = yield* Trainer.train(policy, groups, {
+        ...options.follow,
+        ...(options.config === undefined ? {} : { config: options.config })
+      })
+      if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
+      const report: StepReport = {
+        step,
+        trainedStep: result.step,
+        train,
+        training: result.metrics,
+        ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
+        seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
+      }
+      reports.push(report)
+      yield* Effect.logInfo(
+        `step ${step} -> ${result.step}: reward ${train.reward?.toFixed(3) ?? "-"}` +
+          (validationMetrics?.reward === undefined ? "" : `, val reward ${validationMetrics.reward.toFixed(3)}`) +
+          ` (${report.seconds.toFixed(1)} s)`
+      )
+      if (options.onStep !== undefined) yield* options.onStep(report)
+      // A backend numbering checkpoints its own way still moves the loop on.
+      step = Math.max(result.step, step + 1)
+      if (options.stopAt !== undefined && reached(validationMetrics ?? train, options.stopAt)) {
+        stoppedBy = "target"
+        break
+      }
+    }
+
+    let finalValidation = lastValidation?.step === step ? lastValidation.metrics : undefined
+    if (evaluates && finalValidation === undefined && reports.length > 0) finalValidation = yield* evaluate
+    return {
+      startStep,
+      finalStep: step,
+      steps: reports,
+      ...(finalValidation === undefined ? {} : { finalValidation }),
+      stoppedBy
+    } satisfies Summary
+  }).pipe(Effect.withSpan("TrainingLoop.run"))

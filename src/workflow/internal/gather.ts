@@ -1,0 +1,343 @@
+/**
+ * The implementation of `Gather`: the scheduling of groups and rollouts, the recording and counting of
+ * failed rollouts, the scoring of groups and the progress counters.
+ *
+ * Scheduling: groups are a stream of scenarios mapped, unordered, with a bounded number of groups in flight;
+ * within a group, rollouts run with the group's concurrency, each holding one permit of a semaphore shared by
+ * the whole gather (the overall concurrency) while it runs. Twice as many groups are in flight as it takes
+ * to fill every permit, so that groups finishing their last rollouts, or running their hooks, leave no permit
+ * idle; the semaphore hands permits out first come, first served (in O(1): see `Permits`), so earlier groups
+ * finish first.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Metadata, RolloutException, Trajectory } from "../../api/Trajectory.js"
+import { GatherError, type Gathered, type GatheredRollout, type MaxExceptions, type Options } from "../Gather.js"
+import type { Scored } from "../Reward.js"
+import { normalize } from "../Reward.js"
+import * as Rollout from "../Rollout.js"
+import { Counters, start as startProgress } from "./progress.js"
+
+const DEFAULT_CONCURRENCY = 32
+
+/** The most failed rollouts tolerated, as a count. */
+export const limitOf = (max: MaxExceptions | undefined, planned: number): number => {
+  if (max === undefined) return 0
+  if (typeof max === "number") {
+    if (!(max >= 0)) throw new RangeError(`maxExceptions must be a count >= 0, got ${max}`)
+    return max
+  }
+  if (!(max.fraction >= 0 && max.fraction <= 1)) {
+    throw new RangeError(`maxExceptions.fraction must be within [0, 1], got ${max.fraction}`)
+  }
+  return Math.floor(max.fraction * planned)
+}
+
+const positive = (name: string, value: number): number => {
+  if (!(Number.isInteger(value) && value > 0)) throw new RangeError(`${name} must be a positive integer, got ${value}`)
+  return value
+}
+
+const typeOf = (error: unknown): string => {
+  if (typeof error === "object" && error !== null) {
+    const tag = (error as { readonly _tag?: unknown })._tag
+    if (typeof tag === "string") return tag
+    if (error instanceof Error) return error.name
+    return error.constructor?.name ?? "Object"
+  }
+  return typeof error
+}
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof Error && error.message !== "") return error.message
+  if (typeof error === "string") return error
+  try {
+    const json = JSON.stringify(error)
+    if (json !== undefined && json !== "{}") return json
+  } catch {
+    // circular: fall through
+  }
+  return String(error)
+}
+
+/** The exception a failed rollout is recorded as: the error's tag (or name) and message, the pretty cause. */
+export const exceptionOf = (cause: Cause.Cause<unknown>): RolloutException => {
+  const error = Cause.squash(cause)
+  return { type: typeOf(error), message: messageOf(error), traceback: Cause.pretty(cause) }
+}
+
+/** A trajectory: the draft with the score (a `Scored`'s metrics over the draft's). */
+const scored = (draft: Rollout.Draft, score: Scored): Trajectory => {
+  const metrics = score.metrics === undefined ? draft.metrics : { ...draft.metrics, ...score.metrics }
+  return { ...draft, reward: score.reward, ...(metrics === undefined ? {} : { metrics }) }
+}
+
+const notFinite = (score: Scored) => new RangeError(`the reward is not a finite number: ${score.reward}`)
+
+const checkReward = (score: Scored): Effect.Effect<Scored> =>
+  Number.isFinite(score.reward) ? Effect.succeed(score) : Effect.die(notFinite(score))
+
+/**
+ * A first-come, first-served semaphore of single permits: a released permit goes straight to the fiber that has
+ * waited longest. (Effect's own semaphore wakes every waiter on each release to let them race for it: with
+ * hundreds of rollouts waiting that is quadratic, and the order is lost.)
+ */
+class Permits {
+  private readonly waiting: Array<Waiter | undefined> = []
+  private head = 0
+
+  constructor(private free: number) {}
+
+  private readonly take: Effect.Effect<void> = Effect.async<void>((resume) => {
+    const waiter: Waiter = { resume, granted: false, cancelled: false }
+    if (this.free > 0) {
+      this.free--
+      waiter.granted = true
+      resume(Effect.void)
+    } else {
+      this.waiting.push(waiter)
+    }
+    // Interrupted while waiting: leave the line; interrupted as the permit arrived: pass it on.
+    return Effect.sync(() => {
+      if (waiter.granted) this.release()
+      else waiter.cancelled = true
+    })
+  })
+
+  private release(): void {
+    while (this.head < this.waiting.length) {
+      const next = this.waiting[this.head]!
+      this.waiting[this.head++] = undefined
+      if (this.head > 1024 && this.head * 2 > this.waiting.length) {
+        this.waiting.splice(0, this.head)
+        this.head = 0
+      }
+      if (!next.cancelled) {
+        next.granted = true
+        next.resume(Effect.void)
+        return
+      }
+    }
+    this.free++
+  }
+
+  /** Runs `self` holding a permit. */
+  with<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.zipRight(
+        restore(this.take),
+        Effect.ensuring(
+          restore(self),
+          Effect.sync(() => this.release())
+        )
+      )
+    )
+  }
+}
+
+interface Waiter {
+  readonly resume: (effect: Effect.Effect<void>) => void
+  granted: boolean
+  cancelled: boolean
+}
+
+/** An interruption from inside a group (not of the gather itself), carried as a failure through the stream. */
+class Interrupted {
+  constructor(readonly cause: Cause.Cause<never>) {}
+}
+
+/** A rollout that finished, with its score. */
+interface Done<A> {
+  readonly value: A
+  readonly draft: Rollout.Draft
+  readonly score: Scored
+}
+
+/** A rollout that failed. */
+class Failed {
+  constructor(readonly exception: RolloutException) {}
+}
+
+type Outcome<A> = Done<A> | Failed
+
+/** The gather's shared state: the exceptions so far and the limit. */
+class Ledger {
+  readonly exceptions: Array<RolloutException> = []
+  constructor(
+    readonly limit: number,
+    readonly planned: number,
+    readonly counters: Counters
+  ) {}
+
+  /** Records a failed rollout; the gather's failure when this one is over the limit. */
+  fail(exception: RolloutException): GatherError | undefined {
+    this.exceptions.push(exception)
+    this.counters.failed()
+    if (this.exceptions.length <= this.limit) return undefined
+    return new GatherError({
+      reason: "TooManyExceptions",
+      exceptions: [...this.exceptions],
+      limit: this.limit,
+      planned: this.planned,
+      finished: this.counters.done
+    })
+  }
+}
+
+export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
+  options: Options<S, A, E, R, ER, RR, EG, RG, EH, RH>
+): Stream.Stream<Gathered<S, A>, GatherError | EG | EH, Exclude<R, Rollout.Current> | RR | RG | RH> =>
+  Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const scenarios = Array.from(options.scenarios)
+      const n = positive("rolloutsPerGroup", options.rolloutsPerGroup)
+      const concurrency = positive("concurrency", options.concurrency ?? DEFAULT_CONCURRENCY)
+      const perGroup = Math.min(positive("groupConcurrency", options.groupConcurrency ?? n), n)
+      const planned = scenarios.length * n
+      const counters = new Counters(planned, scenarios.length)
+      const ledger = new Ledger(limitOf(options.maxExceptions, planned), planned, counters)
+      const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
+      const permits = new Permits(concurrency)
+      yield* startProgress(options.progress, counters)
+
+      const attempt = (scenario: S, i: number, metadata: Metadata | undefined) => {
+        const body = Effect.flatMap(
+          Rollout.run(options.policy, options.rollout(scenario, i), { metadata }),
+          ({ value, trajectory }) =>
+            Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) => {
+              const checked = normalize(score)
+              return Number.isFinite(checked.reward)
+                ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked })
+                : Effect.die(notFinite(checked))
+            })
+        )
+        return timeout === undefined
+          ? body
+          : Effect.timeoutFail(body, {
+              duration: timeout,
+              onTimeout: () =>
+                new Cause.TimeoutException(`the rollout did not finish within ${Duration.format(timeout)}`)
+            })
+      }
+
+      /**
+       * One rollout, holding a permit: its outcome, or the gather's failure when it is one failure too many.
+       * An interruption (not the time limit's: that one fails) is no exception of the rollout: it propagates.
+       */
+      const rollout = (scenario: S, i: number, metadata: Metadata | undefined) =>
+        permits.with(
+          Effect.matchCauseEffect(attempt(scenario, i, metadata), {
+            onSuccess: (done): Effect.Effect<Outcome<A>, GatherError> => {
+              const tokens = done.draft.auto_metrics?.completion_tokens
+              counters.succeeded(typeof tokens === "number" ? tokens : 0)
+              return Effect.succeed(done)
+            },
+            onFailure: (cause): Effect.Effect<Outcome<A>, GatherError> => {
+              if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+              const exception = exceptionOf(cause)
+              const error = ledger.fail(exception)
+              return error === undefined ? Effect.succeed(new Failed(exception)) : Effect.fail(error)
+            }
+          })
+        )
+
+      const group = (scenario: S, index: number) =>
+        Effect.gen(function* () {
+          const metadata = options.metadata?.(scenario, index)
+          const outcomes = yield* Effect.forEach(
+            Array.from({ length: n }, (_, i) => i),
+            (i) => rollout(scenario, i, metadata),
+            { concurrency: perGroup }
+          )
+          const done: Array<{ readonly index: number; readonly value: A; readonly draft: Rollout.Draft }> = []
+          let scores: Array<Scored> = []
+          const exceptions: Array<RolloutException> = []
+          outcomes.forEach((outcome, i) => {
+            if (outcome instanceof Failed) {
+              exceptions.push(outcome.exception)
+            } else {
+              done.push({ index: i, value: outcome.value, draft: outcome.draft })
+              scores.push(outcome.score)
+            }
+          })
+          if (options.scoreGroup !== undefined && done.length > 0) {
+            const rescored = yield* options.scoreGroup(
+              done.map((d, k) => ({ scenario, trajectory: d.draft, value: d.value, score: scores[k]! }))
+            )
+            if (rescored.length !== done.length) {
+              return yield* Effect.dieMessage(
+                `scoreGroup returned ${rescored.length} scores for ${done.length} rollouts (scenario ${index})`
+              )
+            }
+            // The scorer's metrics go over the reward's (a scorer that leaves some out does not drop them).
+            scores = yield* Effect.forEach(rescored, (s, k) =>
+              checkReward(
+                s.metrics === undefined
+                  ? { ...scores[k]!, reward: s.reward }
+                  : {
+                      reward: s.reward,
+                      metrics: { ...scores[k]!.metrics, ...s.metrics }
+                    }
+              )
+            )
+          }
+          const rollouts: Array<GatheredRollout<A>> = done.map((d, k) => ({
+            index: d.index,
+            value: d.value,
+            trajectory: scored(d.draft, scores[k]!)
+          }))
+          let gathered: Gathered<S, A> = {
+            scenario,
+            index,
+            group: {
+              trajectories: rollouts.map((r) => r.trajectory),
+              ...(metadata === undefined ? {} : { metadata }),
+              ...(exceptions.length === 0 ? {} : { exceptions })
+            },
+            rollouts
+          }
+          if (options.afterGroup !== undefined) {
+            const replaced = yield* options.afterGroup(gathered)
+            if (replaced !== undefined) gathered = replaced
+          }
+          counters.group(gathered.group.trajectories.map((t) => t.reward))
+          return gathered
+        }).pipe(
+          // `Stream.mapEffect` drops an element whose effect was interrupted: carry the interruption past it.
+          Effect.catchAllCause(
+            (cause): Effect.Effect<never, GatherError | EG | EH | Interrupted> =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.fail(new Interrupted(cause as Cause.Cause<never>))
+                : Effect.failCause(cause)
+          ),
+          Effect.withSpan("Gather.group", { attributes: { index, rollouts: n }, captureStackTrace: false })
+        )
+
+      const groupsInFlight = Math.max(1, Math.min(scenarios.length, 2 * Math.ceil(concurrency / perGroup)))
+      return Stream.fromIterable(scenarios).pipe(
+        Stream.zipWithIndex,
+        Stream.mapEffect(([scenario, index]) => group(scenario, index), {
+          concurrency: groupsInFlight,
+          unordered: true
+        }),
+        Stream.catchAll(
+          (error): Stream.Stream<never, GatherError | EG | EH> =>
+            error instanceof Interrupted ? Stream.failCause(error.cause) : Stream.fail(error)
+        )
+      )
+    })
+  )
+
+export const groups = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
+  options: Options<S, A, E, R, ER, RR, EG, RG, EH, RH>
+): Effect.Effect<ReadonlyArray<Gathered<S, A>>, GatherError | EG | EH, Exclude<R, Rollout.Current> | RR | RG | RH> =>
+  Effect.map(Stream.runCollect(stream(options)), (chunk) =>
+    Chunk.toReadonlyArray(chunk)
+      .slice()
+      .sort((a, b) => a.index - b.index)
+  ).pipe(Effect.withSpan("Gather.groups"))

@@ -1,0 +1,242 @@
+/**
+ * Rollouts: what is recorded (context messages, choices with logprobs and token ids, additional histories,
+ * tools, metrics, metadata, logs, timing, policy versions), first with a scripted policy (to see exactly
+ * what the recorder does with each request) and then against the real embedded backend.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as TestClock from "effect/TestClock"
+import type { ChatCompletion, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
+import type { Message, Tool } from "../../src/api/ChatMessage.js"
+import { isChoice } from "../../src/api/Trajectory.js"
+import { TrainingClient } from "../../src/client/TrainingClient.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
+import { TINY, WorkflowBackend } from "./support.js"
+
+/**
+ * A policy answering each request with `reply <k>` (k counts requests), recording what it was sent. A
+ * scripted double: these tests are about what the recorder makes of the requests, not about the engine.
+ */
+const scripted = Effect.gen(function* () {
+  const sent = yield* Ref.make<ReadonlyArray<ChatCompletionRequest>>([])
+  const version = yield* Ref.make(3)
+  const policy = Policy.make({
+    name: "scripted",
+    version: Ref.get(version),
+    complete: (request) =>
+      Effect.gen(function* () {
+        const all = yield* Ref.updateAndGet(sent, (xs) => [...xs, request])
+        const completion: ChatCompletion = {
+          id: `chatcmpl-${all.length}`,
+          object: "chat.completion",
+          created: 0,
+          model: request.model ?? "",
+          choices: [
+            {
+              index: 0,
+              message: { role: "assistant", content: `reply ${all.length}` },
+              finish_reason: "stop",
+              logprobs: { content: [{ token: "r", logprob: -0.5, bytes: [114], top_logprobs: [] }] },
+              token_ids: [114]
+            }
+          ],
+          usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 }
+        } as unknown as ChatCompletion
+        return completion
+      })
+  })
+  return { policy, sent, version }
+})
+
+const user = (content: string): Message => ({ role: "user", content }) as Message
+
+const tool: Tool = {
+  type: "function",
+  function: { name: "lookup", description: "look up a word", parameters: { type: "object", properties: {} } }
+}
+
+describe("Rollout", () => {
+  it.effect("records context messages and choices, asks for logprobs and token ids", () =>
+    Effect.gen(function* () {
+      const { policy, sent } = yield* scripted
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.gen(function* () {
+          const first = yield* Rollout.chat({ messages: [user("hi")] })
+          const answer = first.choices[0]!.message.content!
+          yield* Rollout.chat({
+            messages: [user("hi"), { role: "assistant", content: answer } as Message, user("again")]
+          })
+          return answer
+        })
+      )
+      expect(finished.value).toBe("reply 1")
+      const requests = yield* Ref.get(sent)
+      expect(requests.map((r) => [r.model, r.logprobs, r.return_token_ids])).toEqual([
+        ["scripted", true, true],
+        ["scripted", true, true]
+      ])
+      const entries = finished.trajectory.messages_and_choices
+      expect(entries.map((e) => (isChoice(e) ? `choice:${e.message.content}` : (e as { readonly role: string }).role))).toEqual([
+        "user",
+        "choice:reply 1",
+        "user",
+        "choice:reply 2"
+      ])
+      expect(finished.trajectory.additional_histories).toBeUndefined()
+      expect(finished.trajectory.auto_metrics).toMatchObject({
+        completions: 2,
+        prompt_tokens: 20,
+        completion_tokens: 4
+      })
+    })
+  )
+
+  it.effect("a conversation that does not continue the main one is an additional history, with its tools", () =>
+    Effect.gen(function* () {
+      const { policy } = yield* scripted
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.gen(function* () {
+          const main = yield* Rollout.conversation({ system: "main agent" })
+          yield* main.user("task")
+          yield* main.reply()
+          // A sub-agent with its own conversation and tools.
+          const sub = yield* Rollout.conversation({ system: "sub agent", tools: [tool] })
+          yield* sub.user("look it up")
+          yield* sub.reply()
+          yield* main.user("and now?")
+          yield* main.reply()
+          yield* sub.user("more")
+          yield* sub.reply()
+        })
+      )
+      const roles = (entries: ReadonlyArray<unknown>) =>
+        entries.map((e) => (isChoice(e as never) ? "choice" : (e as { role: string }).role))
+      expect(roles(finished.trajectory.messages_and_choices)).toEqual(["system", "user", "choice", "user", "choice"])
+      expect(finished.trajectory.tools).toBeUndefined()
+      expect(finished.trajectory.additional_histories).toHaveLength(1)
+      const sub = finished.trajectory.additional_histories![0]!
+      expect(roles(sub.messages_and_choices)).toEqual(["system", "user", "choice", "user", "choice"])
+      expect(sub.tools).toEqual([tool])
+    })
+  )
+
+  it.effect("an agent that edits what the model said starts a new history rather than rewriting the old", () =>
+    Effect.gen(function* () {
+      const { policy } = yield* scripted
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("hi")] })
+          yield* Rollout.chat({ messages: [user("hi"), { role: "assistant", content: "edited" } as Message] })
+        })
+      )
+      expect(finished.trajectory.messages_and_choices).toHaveLength(2)
+      expect(finished.trajectory.additional_histories).toHaveLength(1)
+      expect(finished.trajectory.additional_histories![0]!.messages_and_choices).toHaveLength(3)
+    })
+  )
+
+  it.effect("metrics, metadata, logs, appended messages, timing and the policy version at start and end", () =>
+    Effect.gen(function* () {
+      const { policy, version } = yield* scripted
+      yield* TestClock.setTime(Date.parse("2026-01-02T03:04:05.000Z"))
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("hi")] })
+          yield* Rollout.metric("moves", 3)
+          yield* Rollout.metric("moves", 4)
+          yield* Rollout.metric("won", true)
+          yield* Rollout.metadata("opponent", "random")
+          yield* Rollout.log("started")
+          yield* Rollout.append(user("game over"))
+          yield* TestClock.adjust("1500 millis")
+          yield* Ref.set(version, 4)
+        }),
+        { metadata: { scenario: "s1" } }
+      )
+      const t = finished.trajectory
+      expect(t.metrics).toEqual({ moves: 4, won: true })
+      expect(t.metadata).toEqual({ scenario: "s1", opponent: "random" })
+      expect(t.logs).toEqual(["started"])
+      expect(t.messages_and_choices).toHaveLength(3)
+      expect(t.start_time).toBe("2026-01-02T03:04:05.000Z")
+      expect(t.auto_metrics?.duration_seconds).toBe(1.5)
+      expect([t.initial_policy_version, t.final_policy_version]).toEqual([3, 4])
+    })
+  )
+
+  it.effect("a failing agent fails the rollout with its own error", () =>
+    Effect.gen(function* () {
+      const { policy } = yield* scripted
+      const error = yield* Rollout.run(policy, Effect.fail("bad move" as const)).pipe(Effect.flip)
+      expect(error).toBe("bad move")
+    })
+  )
+})
+
+describe("Rollout against the embedded backend", () => {
+  it.layer(WorkflowBackend, { timeout: 60_000 })((it) => {
+    it.effect("a trainable policy records real choices with logprobs and token ids, at step 0", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "rollout", name: "agent", base_model: TINY })
+        expect(policy.name).toBe(`wandb-artifact:///${policy.record.entity}/rollout/agent`)
+        expect(yield* policy.step).toBe(0)
+        const finished = yield* Rollout.run(
+          policy,
+          Effect.gen(function* () {
+            const convo = yield* Rollout.conversation({ request: { max_completion_tokens: 4, seed: 7 } })
+            yield* convo.user("pick")
+            const first = yield* convo.reply({ structured_outputs: { choice: ["left", "right"] } })
+            yield* convo.user("again")
+            yield* convo.reply()
+            return first.message.content
+          })
+        )
+        expect(["left", "right"]).toContain(finished.value)
+        const choices = finished.trajectory.messages_and_choices.filter(isChoice)
+        expect(choices).toHaveLength(2)
+        for (const choice of choices) {
+          expect(choice.logprobs?.content?.length).toBeGreaterThan(0)
+          expect(choice.token_ids?.length).toBe(choice.logprobs?.content?.length)
+        }
+        expect([finished.trajectory.initial_policy_version, finished.trajectory.final_policy_version]).toEqual([0, 0])
+        expect(finished.trajectory.auto_metrics?.completion_tokens).toBeGreaterThan(0)
+      })
+    )
+
+    it.effect("the policy follows its step; a pinned one stays; the same name finds the same model", () =>
+      Effect.gen(function* () {
+        const client = yield* TrainingClient
+        const policy = yield* Policy.trainable({ project: "rollout", name: "follow", base_model: TINY })
+        const again = yield* Policy.trainable({ project: "rollout", name: "follow", base_model: TINY })
+        expect(again.record.id).toBe(policy.record.id)
+        yield* policy.setStep(5)
+        expect(yield* policy.version).toBe(5)
+        // Step 5 does not exist on the backend: the completion names it, so the service answers 404.
+        const error = yield* policy.complete({ messages: [user("x")], max_completion_tokens: 1 }).pipe(Effect.flip)
+        expect(error.reason).toBe("NotFound")
+        const pinned = yield* Policy.fromModel(policy.record, { step: 0 })
+        yield* pinned.setStep(9)
+        expect(yield* pinned.step).toBe(0)
+        const completion = yield* pinned.complete({ messages: [user("x")], max_completion_tokens: 1 })
+        expect(completion.model).toContain(":step0")
+        expect(Option.isSome(yield* client.latestCheckpoint(policy.record.id))).toBe(true)
+      })
+    )
+
+    it.effect("a base policy answers through the inference client", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.base(TINY)
+        const finished = yield* Rollout.run(policy, Rollout.chat({ messages: [user("x")], max_completion_tokens: 2 }))
+        expect(finished.trajectory.initial_policy_version).toBeNull()
+        expect(finished.value.model).toBe(TINY)
+      })
+    )
+  })
+})

@@ -1,0 +1,162 @@
+/**
+ * The training loop on the real embedded backend: steps are checkpoints, scenarios per step are fixed,
+ * validation is logged and evaluated, the loop stops at a target, and a loop interrupted mid-step resumes from
+ * the model's latest checkpoint without redoing or skipping a step.
+ */
+import { describe, expect, it, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import type { Message } from "../../src/api/ChatMessage.js"
+import { TrainingClient } from "../../src/client/TrainingClient.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Reward from "../../src/workflow/Reward.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
+import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
+import { TINY, WorkflowBackend } from "./support.js"
+
+/** One turn: the model picks a letter; the reward is 1 for the scenario's letter. */
+const pick = (scenario: string) =>
+  Effect.gen(function* () {
+    const completion = yield* Rollout.chat({
+      messages: [{ role: "user", content: `pick ${scenario}` } as Message],
+      structured_outputs: { choice: ["a", "b", "c"] },
+      max_completion_tokens: 2
+    })
+    return completion.choices[0]!.message.content ?? ""
+  })
+
+const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
+
+const SCENARIOS = ["a", "b", "c", "a", "b"]
+
+describe("TrainingLoop.order and scenariosOf", () => {
+  it("shuffles deterministically and takes groupsPerStep per step, wrapping around", () => {
+    const shuffled = TrainingLoop.order(10, 3)
+    expect([...shuffled].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    expect(TrainingLoop.order(10, 3)).toEqual(shuffled)
+    expect(TrainingLoop.order(10, 4)).not.toEqual(shuffled)
+    const items = ["p", "q", "r", "s", "t"]
+    const steps = [0, 1, 2].map((step) => TrainingLoop.scenariosOf(items, step, 2, 9))
+    const order = TrainingLoop.order(5, 9).map((i) => items[i])
+    expect(steps).toEqual([
+      [order[0], order[1]],
+      [order[2], order[3]],
+      [order[4], order[0]]
+    ])
+  })
+})
+
+describe("TrainingLoop against the embedded backend", () => {
+  layer(WorkflowBackend, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("runs to the step budget: one checkpoint per step, train and val logged, val at the end", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "loop", name: "budget", base_model: TINY })
+        const seen = yield* Ref.make<ReadonlyArray<string>>([])
+        const summary = yield* TrainingLoop.run({
+          policy,
+          scenarios: SCENARIOS,
+          validation: ["a", "b"],
+          rollout: (scenario) => Effect.tap(pick(scenario), () => Ref.update(seen, (xs) => [...xs, scenario])),
+          reward,
+          groupsPerStep: 2,
+          rolloutsPerGroup: 3,
+          steps: 2,
+          evalEvery: 1,
+          gather: { progress: false }
+        })
+        expect(summary.startStep).toBe(0)
+        expect(summary.finalStep).toBe(2)
+        expect(summary.stoppedBy).toBe("budget")
+        expect(summary.steps.map((s) => [s.step, s.trainedStep])).toEqual([
+          [0, 1],
+          [1, 2]
+        ])
+        for (const report of summary.steps) {
+          expect(report.train.num_trajectories).toBe(6)
+          expect(report.validation?.num_trajectories).toBe(2)
+          // A job takes a gradient step exactly when some group's rewards differ (else nothing is trainable).
+          expect(report.training.num_trajectories !== undefined).toBe((report.train.num_groups_trainable ?? 0) > 0)
+        }
+        expect(summary.finalValidation?.num_trajectories).toBe(2)
+        expect(yield* policy.step).toBe(2)
+        // Each step's scenarios are those `scenariosOf` names, each rolled out 3 times (plus validation).
+        const expected = [0, 1].flatMap((step) => TrainingLoop.scenariosOf(SCENARIOS, step, 2))
+        const rolled = yield* Ref.get(seen)
+        for (const scenario of new Set(expected)) {
+          expect(rolled.filter((s) => s === scenario).length).toBeGreaterThanOrEqual(
+            3 * expected.filter((s) => s === scenario).length
+          )
+        }
+        const client = yield* TrainingClient
+        const steps = yield* Stream.runCollect(client.checkpoints(policy.record.id))
+        expect([...steps].map((c) => c.step)).toEqual([0, 1, 2])
+      })
+    )
+
+    it.effect("stops at the target metric", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "loop", name: "target", base_model: TINY })
+        const summary = yield* TrainingLoop.run({
+          policy,
+          scenarios: SCENARIOS,
+          rollout: pick,
+          reward: Reward.constant(0.5),
+          groupsPerStep: 1,
+          rolloutsPerGroup: 2,
+          steps: 5,
+          stopAt: { metric: "reward", value: 0.5 },
+          gather: { progress: false }
+        })
+        expect(summary.stoppedBy).toBe("target")
+        expect(summary.steps).toHaveLength(1)
+        expect(summary.finalStep).toBe(1)
+      })
+    )
+
+    it.effect("interrupted mid-step, the loop resumes at the latest checkpoint: no step redone or skipped", () =>
+      Effect.gen(function* () {
+        const first = yield* Policy.trainable({ project: "loop", name: "resume", base_model: TINY })
+        const steps = yield* Ref.make<ReadonlyArray<number>>([])
+        const options = {
+          scenarios: SCENARIOS,
+          rollout: pick,
+          reward,
+          groupsPerStep: 2,
+          rolloutsPerGroup: 2,
+          steps: 3,
+          gather: { progress: false }
+        } as const
+        // Run until step 1 is trained, then hang the next gather (a rollout that never ends) and interrupt it:
+        // the crash happens between checkpoints 1 and 2.
+        const hang = yield* Ref.make(false)
+        const fiber = yield* TrainingLoop.run({
+          ...options,
+          policy: first,
+          rollout: (scenario: string) => Effect.flatMap(Ref.get(hang), (h) => (h ? Effect.never : pick(scenario))),
+          onStep: (report) =>
+            Effect.zipRight(
+              Ref.update(steps, (xs) => [...xs, report.step]),
+              Ref.set(hang, report.trainedStep >= 1)
+            )
+        }).pipe(Effect.fork)
+        yield* Ref.get(hang).pipe(Effect.delay("50 millis"), Effect.repeat({ until: (hung) => hung }))
+        yield* Fiber.interrupt(fiber)
+        expect(yield* Ref.get(steps)).toEqual([0])
+
+        // A new process: the same model by name, at its latest checkpoint.
+        const again = yield* Policy.trainable({ project: "loop", name: "resume", base_model: TINY })
+        expect(again.record.id).toBe(first.record.id)
+        const summary = yield* TrainingLoop.run({
+          ...options,
+          policy: again,
+          onStep: (report) => Ref.update(steps, (xs) => [...xs, report.step])
+        })
+        expect(summary.startStep).toBe(1)
+        expect(yield* Ref.get(steps)).toEqual([0, 1, 2])
+        expect(summary.finalStep).toBe(3)
+      })
+    )
+  })
+})
