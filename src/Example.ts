@@ -153,18 +153,36 @@ export const run = <E>(
     return outcome
   }).pipe(Effect.provide(Backend.fromEnv(options.local)))
 
-/** Reads `--steps <n>`, `--base-model <name>`, `--model <name>` and `--data-dir <dir>` from arguments. */
+/** A command line the examples' runner does not understand. */
+export class ArgumentError extends Error {
+  override readonly name = "ArgumentError"
+}
+
+const FLAGS = ["--steps", "--base-model", "--model", "--data-dir"]
+
+/**
+ * Reads `--steps <n>`, `--base-model <name>`, `--model <name>` and `--data-dir <dir>` from arguments; throws
+ * {@link ArgumentError} for an unknown flag, a flag without its value, or a `--steps` that is not a
+ * positive integer.
+ */
 export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
-  const flag = (name: string) => {
-    const i = args.indexOf(name)
-    return i === -1 ? undefined : args[i + 1]
+  const values = new Map<string, string>()
+  for (let i = 0; i < args.length; i += 2) {
+    const name = args[i]!
+    if (!FLAGS.includes(name)) throw new ArgumentError(`unknown argument '${name}' (flags: ${FLAGS.join(", ")})`)
+    const value = args[i + 1]
+    if (value === undefined || value.startsWith("--")) throw new ArgumentError(`${name} needs a value`)
+    values.set(name, value)
   }
-  const steps = flag("--steps")
-  const dataDir = flag("--data-dir")
+  const steps = values.get("--steps")
+  if (steps !== undefined && !/^[1-9][0-9]*$/.test(steps)) {
+    throw new ArgumentError(`--steps must be a positive integer, got '${steps}'`)
+  }
+  const dataDir = values.get("--data-dir")
   return {
-    ...(steps === undefined ? {} : { steps: Number.parseInt(steps, 10) }),
-    baseModel: flag("--base-model"),
-    modelName: flag("--model"),
+    ...(steps === undefined ? {} : { steps: Number(steps) }),
+    baseModel: values.get("--base-model"),
+    modelName: values.get("--model"),
     ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } })
   }
 }
@@ -176,5 +194,13 @@ export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
 export const main = <E>(example: Example<E>, moduleUrl: string): void => {
   const entry = process.argv[1]
   if (entry === undefined || resolve(entry) !== fileURLToPath(moduleUrl)) return
-  NodeRuntime.runMain(run(example, parseArgs(process.argv.slice(2))))
+  let options: RunOptions
+  try {
+    options = parseArgs(process.argv.slice(2))
+  } catch (error) {
+    console.error(`${example.name}: ${error instanceof Error ? error.message : String(error)}`)
+    process.exitCode = 2
+    return
+  }
+  NodeRuntime.runMain(run(example, options))
 }

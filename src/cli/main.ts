@@ -133,7 +133,11 @@ const train = (args: ReadonlyArray<string>) =>
     }
     const example = examples[name]
     if (example === undefined) return yield* Effect.fail(`unknown example '${name}'; examples: ${names.join(", ")}`)
-    yield* Example.run(example, Example.parseArgs(args.slice(1)))
+    const options = yield* Effect.try({
+      try: () => Example.parseArgs(args.slice(1)),
+      catch: (error) => (error instanceof Error ? error.message : String(error))
+    })
+    yield* Example.run(example, options)
   }).pipe(
     Effect.catchIf(
       (e): e is string => typeof e === "string",

@@ -24,6 +24,7 @@ import { isChoice } from "../../src/api/Trajectory.js"
 import type { ApiError } from "../../src/client/ApiError.js"
 import { InferenceClient } from "../../src/client/InferenceClient.js"
 import * as Gather from "../../src/workflow/Gather.js"
+import { resolve as resolveProgress } from "../../src/workflow/internal/progress.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import { inference } from "../support/clients.js"
@@ -453,6 +454,15 @@ describe("Gather", () => {
       )
     })
   )
+
+  it("progress is off under a test runner unless asked, on a terminal or not", () => {
+    expect(process.env.VITEST).toBeDefined()
+    expect(resolveProgress("auto")).toBeUndefined()
+    expect(resolveProgress(undefined)).toBeUndefined()
+    expect(resolveProgress(false)).toBeUndefined()
+    expect(resolveProgress(true)?.interval).toEqual(Duration.decode(process.stderr.isTTY ? "200 millis" : "10 seconds"))
+    expect(resolveProgress({ tty: false })?.tty).toBe(false)
+  })
 
   it.scopedLive("cancellation aborts every HTTP request in flight", () =>
     Effect.gen(function* () {

@@ -80,12 +80,9 @@ describe("Rollout", () => {
         ["scripted", true, true]
       ])
       const entries = finished.trajectory.messages_and_choices
-      expect(entries.map((e) => (isChoice(e) ? `choice:${e.message.content}` : (e as { readonly role: string }).role))).toEqual([
-        "user",
-        "choice:reply 1",
-        "user",
-        "choice:reply 2"
-      ])
+      expect(
+        entries.map((e) => (isChoice(e) ? `choice:${e.message.content}` : (e as { readonly role: string }).role))
+      ).toEqual(["user", "choice:reply 1", "user", "choice:reply 2"])
       expect(finished.trajectory.additional_histories).toBeUndefined()
       expect(finished.trajectory.auto_metrics).toMatchObject({
         completions: 2,

@@ -17,13 +17,18 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { Metadata, RolloutException, Trajectory } from "../../api/Trajectory.js"
-import { GatherError, type Gathered, type GatheredRollout, type MaxExceptions, type Options } from "../Gather.js"
+import {
+  DEFAULT_CONCURRENCY,
+  GatherError,
+  type Gathered,
+  type GatheredRollout,
+  type MaxExceptions,
+  type Options
+} from "../Gather.js"
 import type { Scored } from "../Reward.js"
 import { normalize } from "../Reward.js"
 import * as Rollout from "../Rollout.js"
 import { Counters, start as startProgress } from "./progress.js"
-
-const DEFAULT_CONCURRENCY = 32
 
 /** The most failed rollouts tolerated, as a count. */
 export const limitOf = (max: MaxExceptions | undefined, planned: number): number => {
