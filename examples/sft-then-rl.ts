@@ -14,8 +14,8 @@
  * reward is about 0 (mostly two-digit answers, far off); after it the policy answers one digit near the sum,
  * often the sum itself, so the first RL step's reward is already about 0.5-0.8, and the next steps stay around
  * 0.6 (each step draws 8 of the 25 problems, so the per-step reward is noisy). `--steps n` counts the RL steps
- * after the warm start. The period ending each answer matters here: the embedded backend's SFT learns the
- * assistant's tokens but not the end-of-turn token, so the period is how the fine-tuned policy learns to stop.
+ * after the warm start. The period ending each answer marks its end in the answer format itself (SFT also
+ * learns each turn's end-of-turn token), so a one-digit answer is as easy to write as a two-digit one.
  *
  * On the hosted service the SFT data must be an artifact (`wandb-artifact:///...`), not a `file://` URL:
  * provide `SftData.fromFunction` with your upload instead of `SftData.directory`.

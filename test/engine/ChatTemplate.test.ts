@@ -313,11 +313,12 @@ describe("renderTrajectory", () => {
     const plain: Choice = { index: 0, message: { role: "assistant", content: "red" }, finish_reason: "stop" }
     const fromContent = renderTrajectory([user, plain])
     expect(Array.from(fromContent.ids)).toEqual(Array.from(fromLogprobs.ids))
-    // From logprobs the end of turn was sampled (mask 1, its logprob known); from content it is context.
+    // From logprobs the end of turn was sampled (mask 1, its logprob known); a turn written as content (SFT
+    // data) learns its end of turn too (mask 1), with no logprob.
     const n = fromContent.ids.length
     expect(fromContent.ids[n - 2]).toBe(IM_END)
     expect(Array.from(fromLogprobs.mask.subarray(n - 6))).toEqual([0, 1, 1, 1, 1, 0])
-    expect(Array.from(fromContent.mask.subarray(n - 6))).toEqual([0, 1, 1, 1, 0, 0])
+    expect(Array.from(fromContent.mask.subarray(n - 6))).toEqual([0, 1, 1, 1, 1, 0])
     expect(Array.from(fromContent.logprobs).every(Number.isNaN)).toBe(true)
     expect(fromLogprobs.logprobs[n - 2]).toBeCloseTo(choice.logprobs!.content![3]!.logprob, 6)
   })

@@ -13,6 +13,7 @@ import { makeAdamState } from "../../src/local/engine/Optimizer.js"
 import { Policy } from "../../src/local/engine/Policy.js"
 import { Rng } from "../../src/local/engine/Random.js"
 import { complete } from "../../src/local/engine/Sampler.js"
+import { IM_END } from "../../src/local/engine/Tokenizer.js"
 import { trainRl } from "../../src/local/engine/Trainer.js"
 
 const WORDS = ["red", "blue", "green", "gold"]
@@ -81,9 +82,13 @@ describe("RL through the wire format", () => {
     const all = sftSequenceOf(example, "all")
     const last = sftSequenceOf(example, "last")
     const learned = (s: { ids: Int32Array; mask: Uint8Array }) =>
-      Buffer.from(Array.from(s.ids).filter((_, i) => s.mask[i] === 1)).toString("utf8")
-    expect(learned(all)).toBe("onetwo")
-    expect(learned(last)).toBe("two")
+      Array.from(s.ids)
+        .filter((_, i) => s.mask[i] === 1)
+        .map((id) => (id === IM_END ? "<end>" : String.fromCharCode(id)))
+        .join("")
+    // Each learned turn ends with its end-of-turn token, so the model learns to stop.
+    expect(learned(all)).toBe("one<end>two<end>")
+    expect(learned(last)).toBe("two<end>")
     expect(Array.from(all.ids)).toEqual(Array.from(last.ids))
   })
 })

@@ -338,7 +338,10 @@ export type MessageOrChoice = Message | Choice
 const isChoiceEntry = (entry: MessageOrChoice): entry is Choice => "message" in entry && "index" in entry
 
 /** The ids and recorded logprobs of a choice's sampled tokens (logprobs NaN where unknown). */
-const sampledOf = (choice: Choice, at: number): { ids: Array<number>; logprobs: Array<number> } => {
+const sampledOf = (
+  choice: Choice,
+  at: number
+): { ids: Array<number>; logprobs: Array<number>; readonly written?: true } => {
   const content = choice.logprobs?.content ?? null
   try {
     if (choice.token_ids != null) {
@@ -368,7 +371,7 @@ const sampledOf = (choice: Choice, at: number): { ids: Array<number>; logprobs: 
     throw cause
   }
   const ids = encode(messageBody(choice.message))
-  return { ids, logprobs: ids.map(() => Number.NaN) }
+  return { ids, logprobs: ids.map(() => Number.NaN), written: true }
 }
 
 /**
@@ -376,9 +379,11 @@ const sampledOf = (choice: Choice, at: number): { ids: Array<number>; logprobs: 
  * exactly as `renderPrompt` renders them (mask 0), preceded by the tools block when `tools` are given. Each
  * choice is `<|im_start|>assistant\n` (mask 0), its sampled ids (from `token_ids`, else its logprob tokens;
  * mask 1, logprobs as recorded, NaN when absent), then, when it ended (`finish_reason` other than `length`
- * and null) without its ids ending in `<|im_end|>` or `<|eos|>`, an `<|im_end|>` (mask 0), then `\n` (mask
- * 0). A choice with neither token ids nor logprobs falls back to tokenizing its message body (mask 1,
- * logprobs NaN). Throws `EngineError` when a recorded token is not a token of this tokenizer.
+ * and null) without its ids ending in `<|im_end|>` or `<|eos|>`, an `<|im_end|>` (mask 0: it was not
+ * sampled), then `\n` (mask 0). A choice with neither token ids nor logprobs (a written turn, as in SFT
+ * data) falls back to tokenizing its message body, and its `<|im_end|>` is learned with it (mask 1, logprobs
+ * NaN), so a model trained on it learns where a turn ends. Throws `EngineError` when a recorded token is not
+ * a token of this tokenizer.
  *
  * It assumes the prompts were rendered by the built-in format with the generation prompt, without
  * `add_special_tokens` or a Jinja `chat_template` (the trajectory does not record those).
@@ -414,10 +419,14 @@ export const renderTrajectory = (
       mask.push(1)
       logprobs.push(sampled.logprobs[i]!)
     }
-    from = ids.length
     const last = sampled.ids[sampled.ids.length - 1]
     const ended = entry.finish_reason != null && entry.finish_reason !== "length"
-    if (ended && last !== IM_END && last !== EOS) ids.push(IM_END)
+    if (ended && last !== IM_END && last !== EOS) {
+      ids.push(IM_END)
+      mask.push(sampled.written === true ? 1 : 0)
+      logprobs.push(Number.NaN)
+    }
+    from = ids.length
     ids.push(...newline)
     context(from)
   })
