@@ -1,0 +1,69 @@
+/**
+ * `effect-rl train` as a user runs it: the list of examples, a refused argument, and Ctrl-C (SIGINT) in the
+ * middle of a training loop stopping the process promptly and cleanly (no stack trace, no report).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+
+const root = new URL("../../", import.meta.url).pathname
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+})
+
+/** Runs the CLI from source (one process: `node --import tsx`, so signals reach it directly). */
+const cli = (args: ReadonlyArray<string>) => {
+  const { WANDB_API_KEY: _, ...env } = process.env
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  children.push(child)
+  let out = ""
+  child.stdout.on("data", (chunk) => {
+    out += chunk
+  })
+  child.stderr.on("data", (chunk) => {
+    out += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+  return { child, output: () => out, exited }
+}
+
+const until = async (predicate: () => boolean, ms: number) => {
+  const deadline = Date.now() + ms
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error("timed out")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+describe("effect-rl train", () => {
+  it("lists the examples without a name; refuses a bad argument with exit code 2", async () => {
+    const list = cli(["train"])
+    expect(await list.exited).toBe(0)
+    expect(list.output()).toContain("examples: arithmetic, judged, sft-then-rl, tictactoe")
+    const bad = cli(["train", "tictactoe", "--steps", "many"])
+    expect(await bad.exited).toBe(2)
+    expect(bad.output()).toContain("--steps must be a positive integer, got 'many'")
+    const unknown = cli(["train", "chess"])
+    expect(await unknown.exited).toBe(2)
+    expect(unknown.output()).toContain("unknown example 'chess'")
+  }, 60_000)
+
+  it("stops promptly and cleanly on SIGINT in the middle of the loop", async () => {
+    const run = cli(["train", "tictactoe", "--steps", "100"])
+    // The loop is running once the first training step is reported.
+    await until(() => /step 0 -> 1/.test(run.output()), 90_000)
+    const stoppedAt = Date.now()
+    run.child.kill("SIGINT")
+    const code = await run.exited
+    expect(Date.now() - stoppedAt).toBeLessThan(10_000)
+    // Interrupted, not failed: no defect or stack trace printed, and the report was not printed either.
+    expect(code === 0 || code === 130).toBe(true)
+    expect(run.output()).not.toMatch(/\n\s+at |Error:/)
+    expect(run.output()).not.toContain("summary:")
+  }, 120_000)
+})
