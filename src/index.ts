@@ -10,6 +10,8 @@
 export * as ChatCompletion from "./api/ChatCompletion.js"
 /** Chat messages, content parts, tools and tool calls (seed 2.6). */
 export * as ChatMessage from "./api/ChatMessage.js"
+/** Content digests of the trace service (objects, rows, tables, files). */
+export * as Digest from "./api/Digest.js"
 /** The training service's health endpoints. */
 export * as Health from "./api/Health.js"
 /** The 422 validation error body (seed 2.2). */
@@ -22,6 +24,16 @@ export * as InferenceModel from "./api/InferenceModel.js"
 export * as Json from "./api/Json.js"
 /** Models, checkpoints and the cursor page envelope. */
 export * as Model from "./api/Model.js"
+/** The trace service defined as an `HttpApi`. */
+export * as TraceApi from "./api/TraceApi.js"
+/** Trace calls, the query language and sort keys. */
+export * as TraceCall from "./api/TraceCall.js"
+/** The trace service's error bodies. */
+export * as TraceError from "./api/TraceError.js"
+/** Feedback, costs, threads, completions, OTel export, health and server info. */
+export * as TraceMisc from "./api/TraceMisc.js"
+/** Objects, tables, refs, files and dataset deletion. */
+export * as TraceObject from "./api/TraceObject.js"
 /** The training service defined as an `HttpApi`. */
 export * as TrainingApi from "./api/TrainingApi.js"
 /** Training jobs, `experimental_config` and job events. */

@@ -27,14 +27,20 @@ export const withoutUndefinedKeys = <A>(value: A): A => {
 }
 
 /**
- * Whether a value holds an own `__proto__` key anywhere. fast-check draws that key on purpose; Effect Schema
+ * Whether a value holds a `__proto__` key anywhere. fast-check draws that key on purpose; Effect Schema
  * builds decoded records by assignment, so `output["__proto__"] = v` sets the prototype instead of a key and
- * the key is lost. No field of these APIs is named so; such values are left out (see the report).
+ * the key is lost. No field of these APIs is named so; such values are left out (see the report). A key the
+ * arbitrary itself assigned that way shows as a plain object whose prototype is an array or another plain
+ * object (a `Schema.Class` instance has its class's prototype, which is neither).
  */
 export const hasProtoKey = (value: unknown): boolean => {
   if (Array.isArray(value)) return value.some(hasProtoKey)
   if (value !== null && typeof value === "object") {
     if (Object.hasOwn(value, "__proto__")) return true
+    const proto = Object.getPrototypeOf(value) as { readonly constructor?: unknown } | null
+    if (proto !== null && proto !== Object.prototype && (Array.isArray(proto) || proto.constructor === Object)) {
+      return true
+    }
     return Object.values(value).some(hasProtoKey)
   }
   return false
