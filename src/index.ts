@@ -46,6 +46,8 @@ export * as Backend from "./Backend.js"
 export * as ApiError from "./client/ApiError.js"
 /** The inference service's client. */
 export * as InferenceClient from "./client/InferenceClient.js"
+/** The trace service's client. */
+export * as TraceClient from "./client/TraceClient.js"
 /** The training service's client. */
 export * as TrainingClient from "./client/TrainingClient.js"
 /** Runnable examples: their shape, and the report `effect-rl train <name>` prints. */

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import type * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -92,9 +93,12 @@ export interface Call {
   readonly method: HttpMethod
   /** The concrete path, parameters substituted. */
   readonly path: string
-  readonly urlParams?: Readonly<Record<string, string>> | undefined
+  /** The query; an array value is repeated (`digests=a&digests=b`). */
+  readonly urlParams?: Readonly<Record<string, string | ReadonlyArray<string>>> | undefined
   /** The JSON body, already encoded. */
   readonly body?: string | undefined
+  /** A body that is not JSON (multipart form, protobuf bytes), sent instead of `body`. */
+  readonly rawBody?: HttpBody.HttpBody | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** Whether failures that the convention retries may be retried for this call. */
   readonly retry: boolean
@@ -148,6 +152,8 @@ const readErrorBody = (
     }
   }
   if (typeof body.error === "string") return { description: body.error }
+  // The trace service's error bodies: `{"reason": "..."}`.
+  if (typeof body.reason === "string") return { description: body.reason }
   if (typeof body.message === "string") return { description: body.message }
   return { description: excerptOf(text.trim()) }
 }
@@ -319,6 +325,7 @@ export const send = <A>(
   if (call.urlParams !== undefined) request = HttpClientRequest.setUrlParams(request, call.urlParams)
   if (call.headers !== undefined) request = HttpClientRequest.setHeaders(request, call.headers)
   if (call.body !== undefined) request = HttpClientRequest.bodyText(request, call.body, "application/json")
+  if (call.rawBody !== undefined) request = HttpClientRequest.setBody(request, call.rawBody)
   const attempt = transport.client.execute(request).pipe(
     Effect.mapError((error) => errorFromTransport(call, error)),
     Effect.flatMap((response) =>
