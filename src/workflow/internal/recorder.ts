@@ -71,14 +71,13 @@ export class Recorder {
   /** The history a request's messages continue (created if none), with how many messages it already has. */
   historyFor(messages: ReadonlyArray<Message>): History {
     const keys = messages.map((m) => messageKey(m as Message & { readonly role: string }))
+    // The longest recorded history that the request continues; the main one while it is still empty.
     let best: History | undefined
     for (const history of this.histories) {
-      if (history.keys.length > keys.length) continue
-      if (history.keys.length === 0 && history !== this.histories[0]) continue
-      if (!history.keys.every((key, i) => key === keys[i])) continue
+      if (history.keys.length > keys.length || !history.keys.every((key, i) => key === keys[i])) continue
       if (best === undefined || history.keys.length > best.keys.length) best = history
     }
-    if (best === undefined || (best.keys.length === 0 && best !== this.histories[0])) {
+    if (best === undefined) {
       best = { entries: [], keys: [], tools: undefined }
       this.histories.push(best)
     }
