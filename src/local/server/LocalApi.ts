@@ -1,6 +1,6 @@
 /**
  * The one api the embedded backend serves: the training service's groups (`chat`, `models`, `jobs`,
- * `health`) and the inference service's model list, on one origin. Built from the definitions in `src/api/`,
+ * `health`), the inference service's model list, and the trace service's calls (`traceCalls`), on one origin. Built from the definitions in `src/api/`,
  * so the server's routes and the clients' calls come from the same endpoints.
  *
  * ## Extension: uploaded files
@@ -24,6 +24,8 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Schema from "effect/Schema"
 import { listModels } from "../../api/InferenceApi.js"
+import { CallsGroup } from "../../api/TraceApi.js"
+import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
 
 /**
@@ -67,8 +69,19 @@ export const getFileContent = HttpApiEndpoint.get("getFileContent", "/v1/local/f
 /** The uploaded files extension (see the module comment). */
 export class FilesGroup extends HttpApiGroup.make("files", { topLevel: true }).add(uploadFile).add(getFileContent) {}
 
+/**
+ * The trace surface's calls group with the trace service's error bodies (`{reason}` with 400, 403, 404, 413),
+ * which `TraceApi` declares at the level of its whole api. Its 422 comes from the server's error middleware,
+ * as on every route.
+ */
+export const TraceCallsGroup = CallsGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
 /** The combined api of the embedded backend. */
 export class LocalApi extends HttpApi.make("LocalApi")
   .addHttpApi(TrainingApi)
   .add(InferenceModelsGroup)
-  .add(FilesGroup) {}
+  .add(FilesGroup)
+  .add(TraceCallsGroup) {}

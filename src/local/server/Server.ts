@@ -1,6 +1,7 @@
 /**
  * The embedded backend's HTTP server: the routes of {@link LocalApi} (derived from the contract in
- * `src/api/`) on `@effect/platform-node`'s `NodeHttpServer`, behind bearer auth, with FastAPI-shaped errors.
+ * `src/api/`) on `@effect/platform-node`'s `NodeHttpServer`, behind bearer auth (the trace surface's routes
+ * also take HTTP Basic with the key as the password), with FastAPI-shaped errors.
  *
  * Error bodies, per surface:
  * - a request failing its schema: 422 `{"detail": [{"loc", "msg", "type"}]}` on every route;
@@ -12,6 +13,8 @@
  *   `Idempotency-Key` reused with a different body: 409 `{"detail": ...}`;
  * - an unknown route: 404 `{"detail": "Not Found"}`; a known path under another method: 405 `{"detail":
  *   "Method Not Allowed"}` with an `Allow` header listing the path's methods;
+ * - the trace surface's calls (`/call/...`, `/calls/...`): `{"reason": "..."}` with 400 (a malformed id,
+ *   project id or timestamp), 403 (a query or sort naming an unknown field) and 404 (an unknown call);
  * - a defect: 500 `{"detail": "Internal Server Error"}`, the cause logged server-side. No body ever carries a
  *   stack trace or the key.
  *
@@ -56,7 +59,7 @@ export const DEFAULT_MAX_BODY_SIZE = 64 * 1024 * 1024
 
 /** Options of the server. */
 export interface Options {
-  /** The API key every request must present as `Authorization: Bearer <key>`. */
+  /** The API key every request must present as `Authorization: Bearer <key>` (or Basic, on trace routes). */
   readonly apiKey: Redacted.Redacted<string>
   /** The interface to bind (default `127.0.0.1`). */
   readonly host?: string | undefined

@@ -14,6 +14,7 @@ import * as JobEvents from "./JobEvents.js"
 import * as Jobs from "./Jobs.js"
 import * as Logs from "./Logs.js"
 import * as Models from "./Models.js"
+import * as TraceCalls from "./TraceCalls.js"
 
 /** Every service of the store. */
 export type Services =
@@ -23,6 +24,7 @@ export type Services =
   | JobEvents.JobEvents
   | Logs.Logs
   | IdempotencyKeys.IdempotencyKeys
+  | TraceCalls.TraceCalls
 
 /** Options of {@link layer}. */
 export interface Options extends Models.Options, Jobs.Options {
@@ -41,7 +43,8 @@ export const layerWith = <A, E, R>(
     Checkpoints.layer,
     Jobs.layer(options).pipe(Layer.provideMerge(events)),
     Logs.layer,
-    IdempotencyKeys.layer
+    IdempotencyKeys.layer,
+    TraceCalls.layer
   ).pipe(Layer.provideMerge(database))
 }
 

@@ -1,6 +1,7 @@
 /**
  * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
- * list, the jobs group (see `jobs.ts`), and the uploaded files extension (see `files.ts`) are served.
+ * list, the jobs group (see `jobs.ts`), the uploaded files extension (see `files.ts`) and the trace surface's
+ * calls (see `trace/calls.ts`) are served.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -15,6 +16,7 @@ import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
 import { PolicyCache } from "./policyCache.js"
+import * as TraceCalls from "./trace/calls.js"
 
 /** A real query through the SQL client, within two seconds. */
 const databaseCheck = Database.ping.pipe(
@@ -86,5 +88,26 @@ export const FilesLive = HttpApiBuilder.group(LocalApi, "files", (handlers) =>
   handlers.handle("uploadFile", () => Files.uploadFile).handle("getFileContent", Files.getFileContent)
 )
 
+/** The trace surface's calls, over the store's `TraceCalls` (see `trace/calls.ts`). */
+export const TraceCallsLive = HttpApiBuilder.group(LocalApi, "traceCalls", (handlers) =>
+  handlers
+    .handle("callStart", TraceCalls.callStart)
+    .handle("callEnd", TraceCalls.callEnd)
+    .handle("callUpsertBatch", TraceCalls.callUpsertBatch)
+    .handle("callRead", TraceCalls.callRead)
+    .handle("callUpdate", TraceCalls.callUpdate)
+    .handle("callsDelete", TraceCalls.callsDelete)
+    .handle("callsQueryStats", TraceCalls.callsQueryStats)
+    .handle("callsStreamQuery", TraceCalls.callsStreamQuery)
+)
+
 /** Every group's handlers. */
-export const HandlersLive = Layer.mergeAll(HealthLive, ModelsLive, JobsLive, ChatLive, InferenceLive, FilesLive)
+export const HandlersLive = Layer.mergeAll(
+  HealthLive,
+  ModelsLive,
+  JobsLive,
+  ChatLive,
+  InferenceLive,
+  FilesLive,
+  TraceCallsLive
+)

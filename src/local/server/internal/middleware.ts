@@ -1,14 +1,15 @@
 /**
  * The two middlewares of the server.
  *
- * - `edge` wraps the whole app: the request id, authentication, the body size limit, and a last net that
+ * - `edge` wraps the whole app: the request id, authentication (Bearer; on the trace surface's paths also
+ *   Basic, see `Auth.ts`), the body size limit, and a last net that
  *   turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
  *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
  *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`).
  * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
  *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404 (or 405 with
- *   `Allow` when the path is known under other methods), an unreadable or oversized body into 422 / 413, and
- *   a defect into a JSON 500.
+ *   `Allow` when the path is known under other methods), an unreadable or oversized body into 422 / 413, the
+ *   trace service's errors into their `{reason}` bodies (see `trace/errors.ts`), and a defect into a JSON 500.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
@@ -24,12 +25,15 @@ import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
 import * as Responses from "./responses.js"
+import { traceErrorResponse } from "./trace/errors.js"
+import { isTracePath } from "./trace/paths.js"
 import { jsonInvalid, type routes, validate } from "./validate.js"
 
 const pathname = (request: HttpServerRequest.HttpServerRequest) => new URL(request.url, "http://localhost").pathname
 
 const tooLarge = (request: HttpServerRequest.HttpServerRequest, limit: number) => {
   const message = `Request body exceeds the limit of ${limit} bytes`
+  if (isTracePath(pathname(request))) return HttpServerResponse.unsafeJson({ reason: message }, { status: 413 })
   return Responses.isOpenAiPath(pathname(request))
     ? Responses.openAi(413, "RequestEntityTooLargeError", message)
     : Responses.detail(413, message)
@@ -74,7 +78,8 @@ const withBuffered = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 /** Options of the edge middleware. */
 export interface EdgeOptions {
-  readonly verify: (authorization: string | undefined) => boolean
+  /** Checks an `Authorization` header; `allowBasic` on the trace surface's paths (Basic as its SDKs send it). */
+  readonly verify: (authorization: string | undefined, allowBasic: boolean) => boolean
   readonly maxBodySize: number
 }
 
@@ -89,7 +94,7 @@ export const requestIdOf = (header: string | undefined): string =>
 const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
-    if (!options.verify(request.headers.authorization)) {
+    if (!options.verify(request.headers.authorization, isTracePath(pathname(request)))) {
       return Responses.isOpenAiPath(pathname(request))
         ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
         : Responses.detail(401, "Invalid or missing API key")
@@ -173,6 +178,8 @@ export const errors =
               )
             }
             if (isMaxBytes(error)) return tooLarge(request, maxBodySize)
+            const trace = traceErrorResponse(error)
+            if (trace !== undefined) return trace
             // A typed error of an endpoint: HttpApiBuilder encodes it with the endpoint's error schema.
             return yield* Effect.failCause(cause)
           }

@@ -79,5 +79,42 @@ const files = Effect.gen(function* () {
   )`
 })
 
+/**
+ * Migration 3: calls of the trace surface. A row may hold an end whose start has not arrived yet
+ * (`has_start = 0`); JSON columns hold JSON text, `output` NULL when the call has none. Soft deletion sets
+ * `deleted_at`.
+ */
+const traceCalls = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE trace_calls (
+    project_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    has_start INTEGER NOT NULL DEFAULT 0,
+    trace_id TEXT,
+    parent_id TEXT,
+    op_name TEXT,
+    display_name TEXT,
+    thread_id TEXT,
+    turn_id TEXT,
+    started_at TEXT,
+    started_key REAL,
+    attributes TEXT,
+    inputs TEXT,
+    ended_at TEXT,
+    output TEXT,
+    summary TEXT,
+    exception TEXT,
+    wb_user_id TEXT,
+    wb_run_id TEXT,
+    wb_run_step INTEGER,
+    wb_run_step_end INTEGER,
+    deleted_at TEXT,
+    PRIMARY KEY (project_id, id)
+  )`
+  yield* sql`CREATE INDEX trace_calls_started ON trace_calls (project_id, started_key, id)`
+  yield* sql`CREATE INDEX trace_calls_trace ON trace_calls (project_id, trace_id)`
+  yield* sql`CREATE INDEX trace_calls_parent ON trace_calls (project_id, parent_id)`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
-export const migrations = { "1_initial": initial, "2_files": files }
+export const migrations = { "1_initial": initial, "2_files": files, "3_trace_calls": traceCalls }

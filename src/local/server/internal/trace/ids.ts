@@ -1,0 +1,69 @@
+/**
+ * Ids, project ids and timestamps of the trace surface: call and trace ids are UUIDs (UUIDv7 when this
+ * server makes them) or OpenTelemetry hex ids (16 hex digits for a span, 32 for a trace); timestamps are ISO
+ * 8601, answered in UTC with `Z` and the client's fraction kept (up to microseconds).
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const OTEL_ID = /^(?:[0-9a-f]{16}|[0-9a-f]{32})$/i
+
+/** Whether a string is a call or trace id this server accepts: a UUID or an OpenTelemetry hex id. */
+export const isCallId = (id: string): boolean => UUID.test(id) || OTEL_ID.test(id)
+
+/** Whether a project id has the `"entity/project"` form. */
+export const isProjectId = (projectId: string): boolean => /^[^/\s]+\/[^/\s]+$/.test(projectId)
+
+const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+
+/** A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, the version, then random bits with the variant. */
+export const uuidv7 = (millis: number): string => {
+  const bytes = new Uint8Array(16)
+  crypto.getRandomValues(bytes)
+  let ms = Math.max(0, Math.floor(millis))
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = ms % 256
+    ms = Math.floor(ms / 256)
+  }
+  bytes[6] = 0x70 | ((bytes[6] ?? 0) & 0x0f)
+  bytes[8] = 0x80 | ((bytes[8] ?? 0) & 0x3f)
+  const h = hex(bytes)
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
+
+/** A new UUIDv7 at the `Clock`'s time. */
+export const newId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, uuidv7)
+
+/** A timestamp in UTC with its ordering key: microseconds since the epoch. */
+export interface Instant {
+  readonly iso: string
+  readonly micros: number
+}
+
+const ISO = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$/i
+
+/**
+ * Reads an ISO 8601 timestamp. One in UTC (`Z`, `+00:00` or no offset) keeps its fraction up to microseconds;
+ * another offset is converted to UTC with millisecond precision. Undefined when it is not a timestamp.
+ */
+export const instant = (text: string): Instant | undefined => {
+  const match = ISO.exec(text.trim())
+  if (match === null) return undefined
+  const [, date, clock, fraction = "", offset = "Z"] = match
+  const time = clock !== undefined && clock.length === 5 ? `${clock}:00` : clock
+  const utc = /^(?:Z|[+-]00:?00)$/i.test(offset)
+  const micro = fraction.slice(0, 6)
+  if (utc) {
+    const seconds = Date.parse(`${date}T${time}Z`)
+    if (!Number.isFinite(seconds)) return undefined
+    return {
+      iso: `${date}T${time}${micro.length > 0 ? `.${micro}` : ""}Z`,
+      micros: seconds * 1000 + Number(micro.padEnd(6, "0"))
+    }
+  }
+  const zone = offset.includes(":") ? offset : `${offset.slice(0, 3)}:${offset.slice(3)}`
+  const millis = Date.parse(`${date}T${time}${fraction.length > 0 ? `.${fraction.slice(0, 3)}` : ""}${zone}`)
+  if (!Number.isFinite(millis)) return undefined
+  return { iso: new Date(millis).toISOString(), micros: millis * 1000 }
+}
