@@ -2,8 +2,8 @@
  * Authentication of the embedded backend: every request must carry `Authorization: Bearer <key>`; the trace
  * surface's routes also take HTTP Basic with any user and the key as the password
  * (`Basic base64("api:" + key)`), as the trace service's SDKs send it. The presented token and the key are
- * both hashed with SHA-256 and the two digests compared with `crypto.timingSafeEqual`, so the comparison takes the same time whatever the token's
- * length or content. Neither the key nor the presented token is ever logged or echoed in a response.
+ * both hashed with SHA-256 and the two digests compared with `crypto.timingSafeEqual`, so the comparison
+ * takes the same time whatever the token's length or content. Neither the key nor the presented token is ever logged or echoed in a response.
  *
  * @since 0.1.0
  */
