@@ -31,14 +31,17 @@ export const withoutUndefinedKeys = <A>(value: A): A => {
  * builds decoded records by assignment, so `output["__proto__"] = v` sets the prototype instead of a key and
  * the key is lost. No field of these APIs is named so; such values are left out (see the report). A key the
  * arbitrary itself assigned that way shows as a plain object whose prototype is an array or another plain
- * object (a `Schema.Class` instance has its class's prototype, which is neither).
+ * object (a `Schema.Class` instance has its class's prototype, which is neither). fast-check also draws
+ * objects without a prototype, which JSON never yields and decoding rebuilds as plain objects (not strictly
+ * equal): they are left out too.
  */
 export const hasProtoKey = (value: unknown): boolean => {
   if (Array.isArray(value)) return value.some(hasProtoKey)
   if (value !== null && typeof value === "object") {
     if (Object.hasOwn(value, "__proto__")) return true
     const proto = Object.getPrototypeOf(value) as { readonly constructor?: unknown } | null
-    if (proto !== null && proto !== Object.prototype && (Array.isArray(proto) || proto.constructor === Object)) {
+    if (proto === null) return true
+    if (proto !== Object.prototype && (Array.isArray(proto) || proto.constructor === Object)) {
       return true
     }
     return Object.values(value).some(hasProtoKey)
@@ -46,9 +49,13 @@ export const hasProtoKey = (value: unknown): boolean => {
   return false
 }
 
-/** The arbitrary derived from a schema, without the values {@link hasProtoKey} excludes. */
-export const arbitraryOf = <A, I, R>(schema: Schema.Schema<A, I, R>): FastCheck.Arbitrary<A> =>
-  Arbitrary.make(schema).filter((value) => !hasProtoKey(value))
+/** The arbitrary derived from a schema, without the values {@link hasProtoKey} excludes, nor values outside the schema. */
+export const arbitraryOf = <A, I, R>(schema: Schema.Schema<A, I, R>): FastCheck.Arbitrary<A> => {
+  // The arbitrary of an open record (named keys + an index signature) may draw a named key from the index
+  // signature's values (e.g. `n: 0.5` where `n` is an integer): not a value of the schema, so left out.
+  const valid = Schema.is(Schema.typeSchema(schema) as Schema.Schema<A>)
+  return Arbitrary.make(schema).filter((value) => !hasProtoKey(value) && valid(value))
+}
 
 /** Options of {@link roundTrip}. */
 export interface RoundTripOptions<A> {
