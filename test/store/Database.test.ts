@@ -19,7 +19,8 @@ describe("Database", () => {
       expect(applied).toEqual([
         { migration_id: 1, name: "initial" },
         { migration_id: 2, name: "files" },
-        { migration_id: 3, name: "trace_calls" }
+        { migration_id: 3, name: "trace_calls" },
+        { migration_id: 4, name: "trace_objects" }
       ])
     })
   )

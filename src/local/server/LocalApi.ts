@@ -1,6 +1,7 @@
 /**
  * The one api the embedded backend serves: the training service's groups (`chat`, `models`, `jobs`,
- * `health`), the inference service's model list, and the trace service's calls (`traceCalls`), on one origin. Built from the definitions in `src/api/`,
+ * `health`), the inference service's model list, and the trace service's calls (`traceCalls`), objects, tables, files, refs and dataset delete, on
+ * one origin. Built from the definitions in `src/api/`,
  * so the server's routes and the clients' calls come from the same endpoints.
  *
  * ## Extension: uploaded files
@@ -24,7 +25,14 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Schema from "effect/Schema"
 import { listModels } from "../../api/InferenceApi.js"
-import { CallsGroup } from "../../api/TraceApi.js"
+import {
+  CallsGroup,
+  DatasetsGroup,
+  ObjectsGroup,
+  RefsGroup,
+  TablesGroup,
+  FilesGroup as TraceFilesApiGroup
+} from "../../api/TraceApi.js"
 import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
 
@@ -79,9 +87,44 @@ export const TraceCallsGroup = CallsGroup.addError(InvalidRequest, { status: 400
   .addError(NotFound, { status: 404 })
   .addError(TooLarge, { status: 413 })
 
+/** The trace surface's objects group, with the trace service's error bodies as {@link TraceCallsGroup} has them. */
+export const TraceObjectsGroup = ObjectsGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
+/** The trace surface's tables group, with the trace service's error bodies. */
+export const TraceTablesGroup = TablesGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
+/** The trace surface's files (with the plural aliases), with the trace service's error bodies. */
+export const TraceFilesGroup = TraceFilesApiGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
+/** The trace surface's refs, with the trace service's error bodies. */
+export const TraceRefsGroup = RefsGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
+/** The trace surface's dataset delete (`/v2/`), with the trace service's error bodies. */
+export const TraceDatasetsGroup = DatasetsGroup.addError(InvalidRequest, { status: 400 })
+  .addError(InvalidField, { status: 403 })
+  .addError(NotFound, { status: 404 })
+  .addError(TooLarge, { status: 413 })
+
 /** The combined api of the embedded backend. */
 export class LocalApi extends HttpApi.make("LocalApi")
   .addHttpApi(TrainingApi)
   .add(InferenceModelsGroup)
   .add(FilesGroup)
-  .add(TraceCallsGroup) {}
+  .add(TraceCallsGroup)
+  .add(TraceObjectsGroup)
+  .add(TraceTablesGroup)
+  .add(TraceFilesGroup)
+  .add(TraceRefsGroup)
+  .add(TraceDatasetsGroup) {}

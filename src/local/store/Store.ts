@@ -15,6 +15,7 @@ import * as Jobs from "./Jobs.js"
 import * as Logs from "./Logs.js"
 import * as Models from "./Models.js"
 import * as TraceCalls from "./TraceCalls.js"
+import * as TraceObjects from "./TraceObjects.js"
 
 /** Every service of the store. */
 export type Services =
@@ -25,6 +26,7 @@ export type Services =
   | Logs.Logs
   | IdempotencyKeys.IdempotencyKeys
   | TraceCalls.TraceCalls
+  | TraceObjects.TraceObjects
 
 /** Options of {@link layer}. */
 export interface Options extends Models.Options, Jobs.Options {
@@ -44,7 +46,8 @@ export const layerWith = <A, E, R>(
     Jobs.layer(options).pipe(Layer.provideMerge(events)),
     Logs.layer,
     IdempotencyKeys.layer,
-    TraceCalls.layer
+    TraceCalls.layer,
+    TraceObjects.layer
   ).pipe(Layer.provideMerge(database))
 }
 

@@ -1,7 +1,8 @@
 /**
  * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
  * list, the jobs group (see `jobs.ts`), the uploaded files extension (see `files.ts`) and the trace surface's
- * calls (see `trace/calls.ts`) are served.
+ * calls (see `trace/calls.ts`), objects and dataset delete (`trace/objects.ts`), tables (`trace/tables.ts`),
+ * files (`trace/files.ts`) and refs (`trace/refs.ts`) are served.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -17,6 +18,10 @@ import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
 import { PolicyCache } from "./policyCache.js"
 import * as TraceCalls from "./trace/calls.js"
+import * as TraceFiles from "./trace/files.js"
+import * as TraceObjects from "./trace/objects.js"
+import * as TraceRefs from "./trace/refs.js"
+import * as TraceTables from "./trace/tables.js"
 
 /** A real query through the SQL client, within two seconds. */
 const databaseCheck = Database.ping.pipe(
@@ -101,6 +106,44 @@ export const TraceCallsLive = HttpApiBuilder.group(LocalApi, "traceCalls", (hand
     .handle("callsStreamQuery", TraceCalls.callsStreamQuery)
 )
 
+/** The trace surface's objects, over the store's `TraceObjects` (see `trace/objects.ts`). */
+export const TraceObjectsLive = HttpApiBuilder.group(LocalApi, "traceObjects", (handlers) =>
+  handlers
+    .handle("objCreate", TraceObjects.objCreate)
+    .handle("objRead", TraceObjects.objRead)
+    .handle("objsQuery", TraceObjects.objsQuery)
+    .handle("objDelete", TraceObjects.objDelete)
+)
+
+/** The trace surface's tables, over the store's `TraceObjects` (see `trace/tables.ts`). */
+export const TraceTablesLive = HttpApiBuilder.group(LocalApi, "traceTables", (handlers) =>
+  handlers
+    .handle("tableCreate", TraceTables.tableCreate)
+    .handle("tableUpdate", TraceTables.tableUpdate)
+    .handle("tableQuery", TraceTables.tableQuery)
+    .handle("tableQueryStream", TraceTables.tableQueryStream)
+    .handle("tableQueryStats", TraceTables.tableQueryStats)
+)
+
+/** The trace surface's files and their plural aliases, over the store's `TraceObjects` (see `trace/files.ts`). */
+export const TraceFilesLive = HttpApiBuilder.group(LocalApi, "traceFiles", (handlers) =>
+  handlers
+    .handle("fileCreate", TraceFiles.fileCreate)
+    .handle("filesCreate", TraceFiles.fileCreate)
+    .handle("fileContent", TraceFiles.fileContent)
+    .handle("filesContent", TraceFiles.fileContent)
+)
+
+/** The trace surface's refs (see `trace/refs.ts`). */
+export const TraceRefsLive = HttpApiBuilder.group(LocalApi, "traceRefs", (handlers) =>
+  handlers.handle("refsReadBatch", TraceRefs.refsReadBatch)
+)
+
+/** The trace surface's dataset delete (see `trace/objects.ts`). */
+export const TraceDatasetsLive = HttpApiBuilder.group(LocalApi, "traceDatasets", (handlers) =>
+  handlers.handle("datasetDelete", TraceObjects.datasetDelete)
+)
+
 /** Every group's handlers. */
 export const HandlersLive = Layer.mergeAll(
   HealthLive,
@@ -109,5 +152,10 @@ export const HandlersLive = Layer.mergeAll(
   ChatLive,
   InferenceLive,
   FilesLive,
-  TraceCallsLive
+  TraceCallsLive,
+  TraceObjectsLive,
+  TraceTablesLive,
+  TraceFilesLive,
+  TraceRefsLive,
+  TraceDatasetsLive
 )

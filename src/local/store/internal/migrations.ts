@@ -116,5 +116,51 @@ const traceCalls = Effect.gen(function* () {
   yield* sql`CREATE INDEX trace_calls_parent ON trace_calls (project_id, parent_id)`
 })
 
+/**
+ * Migration 4: objects, tables and files of the trace surface. Object versions are rows in creation order
+ * (`version_index`), soft-deleted by `deleted_at`; `val` is the JSON text the digest was computed from. Table
+ * rows and tables are content-addressed (a table lists its row digests as a JSON array); files keep their bytes.
+ */
+const traceObjects = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE trace_objects (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    object_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    version_index INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    base_object_class TEXT,
+    leaf_object_class TEXT,
+    val TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    deleted_at TEXT
+  )`
+  yield* sql`CREATE INDEX trace_objects_versions ON trace_objects (project_id, object_id, version_index)`
+  yield* sql`CREATE TABLE trace_table_rows (
+    project_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    val TEXT NOT NULL,
+    PRIMARY KEY (project_id, digest)
+  )`
+  yield* sql`CREATE TABLE trace_tables (
+    project_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    row_digests TEXT NOT NULL,
+    PRIMARY KEY (project_id, digest)
+  )`
+  yield* sql`CREATE TABLE trace_files (
+    project_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    content BLOB NOT NULL,
+    PRIMARY KEY (project_id, digest)
+  )`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
-export const migrations = { "1_initial": initial, "2_files": files, "3_trace_calls": traceCalls }
+export const migrations = {
+  "1_initial": initial,
+  "2_files": files,
+  "3_trace_calls": traceCalls,
+  "4_trace_objects": traceObjects
+}
