@@ -32,19 +32,15 @@ import * as InferenceClient from "../src/client/InferenceClient.js"
 import * as Gather from "../src/workflow/Gather.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as Rollout from "../src/workflow/Rollout.js"
+import { intFlag } from "./harness.js"
 
-const arg = (name: string, fallback: number): number => {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`))
-  return found === undefined ? fallback : Number(found.slice(name.length + 3))
-}
-
-const ROLLOUTS = arg("rollouts", 10_000)
-const CONCURRENCY = arg("concurrency", 512)
-const LATENCY_MS = arg("latency-ms", 50)
-const GROUP = arg("group", 8)
-const ROUNDS = arg("rounds", 3)
-const WARMUP = arg("warmup-rollouts", 2_000)
-const BASELINES = arg("baselines", 1) !== 0
+const ROLLOUTS = intFlag("rollouts", 10_000)
+const CONCURRENCY = intFlag("concurrency", 512)
+const LATENCY_MS = intFlag("latency-ms", 50)
+const GROUP = intFlag("group", 8)
+const ROUNDS = intFlag("rounds", 3)
+const WARMUP = intFlag("warmup-rollouts", 2_000)
+const BASELINES = intFlag("baselines", 1) !== 0
 
 // --- The endpoint -------------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { compute as computeMetrics, populationStd as std } from "../api/internal/metrics.js"
+import { compute as computeMetrics, mean as meanOf, populationStd as std } from "../api/internal/metrics.js"
 import type { TrajectoryGroup } from "../api/Trajectory.js"
 
 /** Metrics by name: finite numbers. */
@@ -27,5 +27,4 @@ export const compute: (groups: ReadonlyArray<TrajectoryGroup>) => Metrics = comp
 export const populationStd: (values: ReadonlyArray<number>) => number = std
 
 /** The mean of some numbers, or `undefined` for none. */
-export const mean = (values: ReadonlyArray<number>): number | undefined =>
-  values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length
+export const mean: (values: ReadonlyArray<number>) => number | undefined = meanOf

@@ -1,37 +1,17 @@
 import * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import { ModelId } from "../../src/api/Model.js"
 import { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { ApiError, ApiErrorReason } from "../../src/client/ApiError.js"
 import { API_KEY, training } from "../support/clients.js"
 import * as FakeService from "../support/FakeService.js"
+import { failure } from "../support/failure.js"
 
 const jobId = TrainingJobId.make(FakeService.ids.job)
 const jobPath = `/v1/preview/training-jobs/${FakeService.ids.job}`
-
-/** Run a call that must fail with an `ApiError`; check that the API key shows nowhere in it. */
-const failure = <A>(effect: Effect.Effect<A, ApiError>) =>
-  Effect.gen(function* () {
-    const exit = yield* Effect.exit(effect)
-    if (Exit.isSuccess(exit)) return yield* Effect.dieMessage(`expected a failure, got ${JSON.stringify(exit.value)}`)
-    const error = Cause.failureOption(exit.cause)
-    if (Option.isNone(error)) return yield* Effect.dieMessage(`expected an ApiError, got ${Cause.pretty(exit.cause)}`)
-    for (const text of [
-      String(error.value),
-      error.value.message,
-      JSON.stringify(error.value),
-      Cause.pretty(exit.cause)
-    ]) {
-      expect(text).not.toContain(API_KEY)
-    }
-    return error.value
-  })
 
 /** A port nothing listens on: bound once to learn a free one, then released. */
 const freePort = Effect.async<number>((resume) => {

@@ -7,20 +7,15 @@
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as HttpClient from "@effect/platform/HttpClient"
-import { expect } from "@effect/vitest"
-import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobEvent, TrainingJobId } from "../../src/api/TrainingJob.js"
-import type { ApiError } from "../../src/client/ApiError.js"
 import type * as InferenceClient from "../../src/client/InferenceClient.js"
 import type * as TrainingClient from "../../src/client/TrainingClient.js"
 import * as LocalBackend from "../../src/local/LocalBackend.js"
-import { API_KEY, inference, training } from "../support/clients.js"
+import { inference, training } from "../support/clients.js"
 
 /** The base model every fresh backend serves. */
 export const BASE = "effect-rl/tiny"
@@ -60,23 +55,7 @@ export const recorder = () => {
   return { sent, transformClient }
 }
 
-/** Run a call that must fail with an `ApiError`; check that no key (`secrets`, the test key) shows in it. */
-export const failure = <A>(effect: Effect.Effect<A, ApiError>, secrets: ReadonlyArray<string> = []) =>
-  Effect.gen(function* () {
-    const exit = yield* Effect.exit(effect)
-    if (Exit.isSuccess(exit)) return yield* Effect.dieMessage(`expected a failure, got ${JSON.stringify(exit.value)}`)
-    const error = Cause.failureOption(exit.cause)
-    if (Option.isNone(error)) return yield* Effect.dieMessage(`expected an ApiError, got ${Cause.pretty(exit.cause)}`)
-    for (const text of [
-      String(error.value),
-      error.value.message,
-      JSON.stringify(error.value),
-      Cause.pretty(exit.cause)
-    ]) {
-      for (const secret of [API_KEY, ...secrets]) expect(text).not.toContain(secret)
-    }
-    return error.value
-  })
+export { failure } from "../support/failure.js"
 
 /** A job body whose only group has equal rewards: nothing to train, so it ends at once with a new checkpoint. */
 export const flatJob = (modelId: ModelId) => ({

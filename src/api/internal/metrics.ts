@@ -20,7 +20,8 @@ import type { TrajectoryGroup } from "../Trajectory.js"
 /** Metrics by name: finite numbers. */
 export type Metrics = Record<string, number>
 
-const mean = (values: ReadonlyArray<number>): number | undefined =>
+/** The mean of some numbers, or `undefined` for none. */
+export const mean = (values: ReadonlyArray<number>): number | undefined =>
   values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length
 
 /** The population standard deviation of some numbers (0 for fewer than two). */

@@ -29,9 +29,9 @@ import { completeEffect, completeStream } from "../../engine/Sampler.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
+import { yieldToEventLoop } from "./eventLoop.js"
 import type { PolicyCache } from "./policyCache.js"
 import { openAi } from "./responses.js"
-import { yieldToEventLoop } from "./workerTraining.js"
 
 export {
   /** The base model every fresh backend serves. */

@@ -35,15 +35,9 @@ import { loadCheckpoint, type Policy, saveCheckpoint } from "../../engine/Policy
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { JobEvents } from "../../store/JobEvents.js"
 import { type Claimed, INTERRUPTED_MESSAGE, type JobRecord, Jobs } from "../../store/Jobs.js"
+import { yieldToEventLoop } from "./eventLoop.js"
 import { JobFailure, type ReadTrainingData, readTrainingData } from "./workerData.js"
-import {
-  decodeRequest,
-  type Emitter,
-  type Trained,
-  trainRlJob,
-  trainSftJob,
-  yieldToEventLoop
-} from "./workerTraining.js"
+import { decodeRequest, type Emitter, type Trained, trainRlJob, trainSftJob } from "./workerTraining.js"
 
 /** Options of {@link make} and {@link layer}. */
 export interface Options {

@@ -28,6 +28,7 @@ import {
   trainRl,
   trainSft
 } from "../../engine/Trainer.js"
+import { yieldToEventLoop } from "./eventLoop.js"
 import { decodeSftLines, JobFailure } from "./workerData.js"
 
 export { JobFailure }
@@ -54,12 +55,6 @@ export interface RlJobOptions {
   /** Multiplies the RL learning rate (see `Trainer`); default 1. */
   readonly learningRateScale?: number | undefined
 }
-
-/** Gives the event loop a turn (a macrotask, so pending I/O runs), whatever the `Clock`. */
-export const yieldToEventLoop: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 const finite = (x: number): number | null => (Number.isFinite(x) ? x : null)
 
