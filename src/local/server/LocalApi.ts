@@ -1,8 +1,8 @@
 /**
  * The one api the embedded backend serves: the training service's groups (`chat`, `models`, `jobs`,
- * `health`), the inference service's model list, and the trace service's calls (`traceCalls`), objects, tables, files, refs and dataset delete, on
- * one origin. Built from the definitions in `src/api/`,
- * so the server's routes and the clients' calls come from the same endpoints.
+ * `health`), the inference service's model list, and every group of the trace service (`traceCalls`,
+ * `traceObjects`, ...), on one origin. Built from the definitions in `src/api/`, so the server's routes and the
+ * clients' calls come from the same endpoints.
  *
  * ## Extension: uploaded files
  * Not in the hosted contract, the `files` group lets a caller hand this backend SFT training data over HTTP
@@ -27,10 +27,16 @@ import * as Schema from "effect/Schema"
 import { listModels } from "../../api/InferenceApi.js"
 import {
   CallsGroup,
+  CompletionsGroup,
+  CostsGroup,
   DatasetsGroup,
+  FeedbackGroup,
   ObjectsGroup,
+  OtelGroup,
   RefsGroup,
+  ServiceGroup,
   TablesGroup,
+  ThreadsGroup,
   FilesGroup as TraceFilesApiGroup
 } from "../../api/TraceApi.js"
 import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
@@ -78,44 +84,53 @@ export const getFileContent = HttpApiEndpoint.get("getFileContent", "/v1/local/f
 export class FilesGroup extends HttpApiGroup.make("files", { topLevel: true }).add(uploadFile).add(getFileContent) {}
 
 /**
- * The trace surface's calls group with the trace service's error bodies (`{reason}` with 400, 403, 404, 413),
- * which `TraceApi` declares at the level of its whole api. Its 422 comes from the server's error middleware,
- * as on every route.
+ * A trace group with the trace service's error bodies (`{reason}` with 400, 403, 404, 413), which `TraceApi`
+ * declares at the level of its whole api. Its 422 comes from the server's error middleware, as on every route.
  */
-export const TraceCallsGroup = CallsGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+const withTraceErrors = <Id extends string, Endpoints extends HttpApiEndpoint.HttpApiEndpoint.Any, E, R>(
+  group: HttpApiGroup.HttpApiGroup<Id, Endpoints, E, R, true>
+) =>
+  group
+    .addError(InvalidRequest, { status: 400 })
+    .addError(InvalidField, { status: 403 })
+    .addError(NotFound, { status: 404 })
+    .addError(TooLarge, { status: 413 })
 
-/** The trace surface's objects group, with the trace service's error bodies as {@link TraceCallsGroup} has them. */
-export const TraceObjectsGroup = ObjectsGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+/** The trace surface's calls group, with the trace service's error bodies. */
+export const TraceCallsGroup = withTraceErrors(CallsGroup)
+
+/** The trace surface's objects group, with the trace service's error bodies. */
+export const TraceObjectsGroup = withTraceErrors(ObjectsGroup)
 
 /** The trace surface's tables group, with the trace service's error bodies. */
-export const TraceTablesGroup = TablesGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+export const TraceTablesGroup = withTraceErrors(TablesGroup)
 
 /** The trace surface's files (with the plural aliases), with the trace service's error bodies. */
-export const TraceFilesGroup = TraceFilesApiGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+export const TraceFilesGroup = withTraceErrors(TraceFilesApiGroup)
 
 /** The trace surface's refs, with the trace service's error bodies. */
-export const TraceRefsGroup = RefsGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+export const TraceRefsGroup = withTraceErrors(RefsGroup)
 
 /** The trace surface's dataset delete (`/v2/`), with the trace service's error bodies. */
-export const TraceDatasetsGroup = DatasetsGroup.addError(InvalidRequest, { status: 400 })
-  .addError(InvalidField, { status: 403 })
-  .addError(NotFound, { status: 404 })
-  .addError(TooLarge, { status: 413 })
+export const TraceDatasetsGroup = withTraceErrors(DatasetsGroup)
+
+/** The trace surface's feedback, with the trace service's error bodies. */
+export const TraceFeedbackGroup = withTraceErrors(FeedbackGroup)
+
+/** The trace surface's costs, with the trace service's error bodies. */
+export const TraceCostsGroup = withTraceErrors(CostsGroup)
+
+/** The trace surface's threads, with the trace service's error bodies. */
+export const TraceThreadsGroup = withTraceErrors(ThreadsGroup)
+
+/** The trace surface's completions, with the trace service's error bodies. */
+export const TraceCompletionsGroup = withTraceErrors(CompletionsGroup)
+
+/** The trace surface's OpenTelemetry export, with the trace service's error bodies. */
+export const TraceOtelGroup = withTraceErrors(OtelGroup)
+
+/** The trace surface's `/health` and `/server_info`. */
+export const TraceServiceGroup = withTraceErrors(ServiceGroup)
 
 /** The combined api of the embedded backend. */
 export class LocalApi extends HttpApi.make("LocalApi")
@@ -127,4 +142,10 @@ export class LocalApi extends HttpApi.make("LocalApi")
   .add(TraceTablesGroup)
   .add(TraceFilesGroup)
   .add(TraceRefsGroup)
-  .add(TraceDatasetsGroup) {}
+  .add(TraceDatasetsGroup)
+  .add(TraceFeedbackGroup)
+  .add(TraceCostsGroup)
+  .add(TraceThreadsGroup)
+  .add(TraceCompletionsGroup)
+  .add(TraceOtelGroup)
+  .add(TraceServiceGroup) {}

@@ -1,8 +1,8 @@
 /**
- * The handlers of the api's groups. Health, system check, the models group, chat completions and the model
- * list, the jobs group (see `jobs.ts`), the uploaded files extension (see `files.ts`) and the trace surface's
- * calls (see `trace/calls.ts`), objects and dataset delete (`trace/objects.ts`), tables (`trace/tables.ts`),
- * files (`trace/files.ts`) and refs (`trace/refs.ts`) are served.
+ * The handlers of the api's groups: health and system check, the models group, chat completions and the model
+ * list, the jobs group (see `jobs.ts`), the uploaded files extension (see `files.ts`), and each group of the
+ * trace surface from its module under `trace/` (calls, objects and dataset delete, tables, files, refs,
+ * feedback, costs, threads, completions, OTel export, service).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -18,10 +18,16 @@ import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
 import { PolicyCache } from "./policyCache.js"
 import * as TraceCalls from "./trace/calls.js"
+import * as TraceCompletions from "./trace/completions.js"
+import * as TraceCosts from "./trace/costs.js"
+import * as TraceFeedback from "./trace/feedback.js"
 import * as TraceFiles from "./trace/files.js"
 import * as TraceObjects from "./trace/objects.js"
+import * as TraceOtel from "./trace/otel.js"
 import * as TraceRefs from "./trace/refs.js"
+import * as TraceService from "./trace/service.js"
 import * as TraceTables from "./trace/tables.js"
+import * as TraceThreads from "./trace/threads.js"
 
 /** A real query through the SQL client, within two seconds. */
 const databaseCheck = Database.ping.pipe(
@@ -144,6 +150,45 @@ export const TraceDatasetsLive = HttpApiBuilder.group(LocalApi, "traceDatasets",
   handlers.handle("datasetDelete", TraceObjects.datasetDelete)
 )
 
+/** The trace surface's feedback (see `trace/feedback.ts`). */
+export const TraceFeedbackLive = HttpApiBuilder.group(LocalApi, "traceFeedback", (handlers) =>
+  handlers
+    .handle("feedbackCreate", TraceFeedback.feedbackCreate)
+    .handle("feedbackQuery", TraceFeedback.feedbackQuery)
+    .handle("feedbackPurge", TraceFeedback.feedbackPurge)
+    .handle("feedbackReplace", TraceFeedback.feedbackReplace)
+)
+
+/** The trace surface's costs (see `trace/costs.ts`). */
+export const TraceCostsLive = HttpApiBuilder.group(LocalApi, "traceCosts", (handlers) =>
+  handlers
+    .handle("costCreate", TraceCosts.costCreate)
+    .handle("costQuery", TraceCosts.costQuery)
+    .handle("costPurge", TraceCosts.costPurge)
+)
+
+/** The trace surface's threads (see `trace/threads.ts`). */
+export const TraceThreadsLive = HttpApiBuilder.group(LocalApi, "traceThreads", (handlers) =>
+  handlers.handle("threadsStreamQuery", TraceThreads.threadsStreamQuery)
+)
+
+/** The trace surface's completions, answered by the engine and traced as calls (see `trace/completions.ts`). */
+export const TraceCompletionsLive = HttpApiBuilder.group(LocalApi, "traceCompletions", (handlers) =>
+  handlers
+    .handle("completionsCreate", TraceCompletions.completionsCreate)
+    .handle("completionsCreateStream", TraceCompletions.completionsCreateStream)
+)
+
+/** The trace surface's OpenTelemetry export, both paths (see `trace/otel.ts`). */
+export const TraceOtelLive = HttpApiBuilder.group(LocalApi, "traceOtel", (handlers) =>
+  handlers.handle("otelExportTraces", TraceOtel.otelExport).handle("otelExportTrace", TraceOtel.otelExport)
+)
+
+/** The trace surface's `/health` and `/server_info` (see `trace/service.ts`). */
+export const TraceServiceLive = HttpApiBuilder.group(LocalApi, "traceService", (handlers) =>
+  handlers.handle("traceHealth", TraceService.traceHealth).handle("serverInfo", TraceService.serverInfo)
+)
+
 /** Every group's handlers. */
 export const HandlersLive = Layer.mergeAll(
   HealthLive,
@@ -157,5 +202,11 @@ export const HandlersLive = Layer.mergeAll(
   TraceTablesLive,
   TraceFilesLive,
   TraceRefsLive,
-  TraceDatasetsLive
+  TraceDatasetsLive,
+  TraceFeedbackLive,
+  TraceCostsLive,
+  TraceThreadsLive,
+  TraceCompletionsLive,
+  TraceOtelLive,
+  TraceServiceLive
 )
