@@ -174,9 +174,12 @@ export const TraceThreadsLive = HttpApiBuilder.group(LocalApi, "traceThreads", (
 
 /** The trace surface's completions, answered by the engine and traced as calls (see `trace/completions.ts`). */
 export const TraceCompletionsLive = HttpApiBuilder.group(LocalApi, "traceCompletions", (handlers) =>
-  handlers
-    .handle("completionsCreate", TraceCompletions.completionsCreate)
-    .handle("completionsCreateStream", TraceCompletions.completionsCreateStream)
+  Effect.sync(() => {
+    const cache = new PolicyCache()
+    return handlers
+      .handle("completionsCreate", TraceCompletions.completionsCreate(cache))
+      .handle("completionsCreateStream", TraceCompletions.completionsCreateStream(cache))
+  })
 )
 
 /** The trace surface's OpenTelemetry export, both paths (see `trace/otel.ts`). */

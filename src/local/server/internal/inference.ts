@@ -126,22 +126,27 @@ const streamErrorEvent = (error: unknown) => {
 }
 
 /**
- * The SSE body of a stream of chunks: pulled one by one, so decoding happens as the client reads. Between
+ * The chunks of a completion as a stream, pulled one by one, so decoding happens as the client reads. Between
  * chunks the event loop gets a turn (a macrotask): Node writes to the socket only once the microtask queue
  * drains, so without it a whole completion would leave in one write (the first token as late as the last),
- * and concurrent streams would not take turns.
+ * and concurrent streams would not take turns. A throw while decoding fails the stream with what was thrown.
  */
-export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
+export const chunkStream = (chunks: Generator<ChatCompletionChunk>): Stream.Stream<ChatCompletionChunk, unknown> =>
   Stream.repeatEffectOption(
     Effect.suspend(() => {
       try {
         const next = chunks.next()
-        return next.done ? Effect.fail(Option.none()) : Effect.as(yieldToEventLoop, sse(JSON.stringify(next.value)))
+        return next.done ? Effect.fail(Option.none()) : Effect.as(yieldToEventLoop, next.value)
       } catch (error) {
         return Effect.fail(Option.some(error))
       }
     })
-  ).pipe(
+  )
+
+/** The SSE body of a stream of chunks (see {@link chunkStream}), an error event and `[DONE]` at the end. */
+export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
+  chunkStream(chunks).pipe(
+    Stream.map((chunk) => sse(JSON.stringify(chunk))),
     Stream.catchAll((error) =>
       Stream.fromEffect(
         Effect.as(

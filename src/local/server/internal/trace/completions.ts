@@ -1,13 +1,237 @@
 /**
- * The completions of the trace surface (`/completions/create`, `/completions/create_stream`). Being built:
- * answers 404 until then.
+ * The completions of the trace surface, answered by the local engine (the same models as
+ * `/v1/chat/completions`: base models by name, trained checkpoints by their `wandb-artifact:///` name) and, with
+ * `track_llm_call` (the default), traced as a call of op `weave.completions_create` in the project: inputs the
+ * request's `inputs`, output the whole response, `summary.usage` keyed by model.
+ *
+ * - `POST /completions/create` → `{response, weave_call_id}` (`weave_call_id` null when not tracked).
+ * - `POST /completions/create_stream` → JSON lines: `{"_meta": {"weave_call_id": ...}}` first, then each
+ *   chat-completions chunk as the engine decodes it; the call starts when the stream begins and ends with the
+ *   assembled response (content per choice, finish reasons, usage) when it ends, or with an exception when it
+ *   breaks off. The usage chunk is sent only when `stream_options.include_usage` asks for it.
+ * - `inputs` that are not a valid chat-completions request, or that the engine refuses, are 400 `{reason}`
+ *   naming the field; an unknown model is 404 `{reason}`. Nothing is traced for a refused request.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { NotFound } from "../../../../api/TraceError.js"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import {
+  ChatCompletion,
+  type ChatCompletionChunk,
+  ChatCompletionRequest,
+  type Usage
+} from "../../../../api/ChatCompletion.js"
+import type { JsonObject, JsonValue } from "../../../../api/Json.js"
+import { InvalidRequest, NotFound } from "../../../../api/TraceError.js"
+import type { CompletionsCreateReq } from "../../../../api/TraceMisc.js"
+import { EngineError } from "../../../engine/EngineError.js"
+import { completeEffect, completeStream } from "../../../engine/Sampler.js"
+import * as TraceCalls from "../../../store/TraceCalls.js"
+import { chunkStream, resolvePolicy } from "../inference.js"
+import type { PolicyCache } from "../policyCache.js"
+import { newId } from "./ids.js"
+import { jsonLinesStream } from "./jsonLines.js"
+import { checkProject } from "./objects.js"
 
-const notYet = Effect.fail(new NotFound({ reason: "Completions are not served by this backend yet" }))
+/** The op name of a traced completion. */
+export const COMPLETIONS_OP = "weave.completions_create"
 
-/** `POST /completions/create` */
-export const completionsCreate = () => notYet
-/** `POST /completions/create_stream` */
-export const completionsCreateStream = () => notYet
+const now = Effect.map(Clock.currentTimeMillis, (ms) => ({ iso: new Date(ms).toISOString(), micros: ms * 1000 }))
+
+const decodeRequest = (inputs: CompletionsCreateReq["inputs"], stream: boolean) =>
+  Schema.decodeUnknown(ChatCompletionRequest)({ ...inputs, stream }).pipe(
+    Effect.mapError(
+      (error) => new InvalidRequest({ reason: `Invalid inputs: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
+    )
+  )
+
+const refused = (error: EngineError) =>
+  new InvalidRequest({ reason: error.param === null ? error.message : `${error.param}: ${error.message}` })
+
+/** A checked request: the project, the decoded request and its policy. */
+const prepare = (cache: PolicyCache, payload: CompletionsCreateReq, stream: boolean) =>
+  Effect.gen(function* () {
+    yield* checkProject(payload.project_id)
+    const request = yield* decodeRequest(payload.inputs, stream)
+    const model = request.model ?? payload.inputs.model
+    const policy = yield* resolvePolicy(model, cache)
+    if (Option.isNone(policy)) return yield* Effect.fail(new NotFound({ reason: `Model ${model} not found` }))
+    return { request, model, policy: policy.value }
+  })
+
+const usageSummary = (model: string, usage: Usage | null | undefined): JsonObject => ({
+  usage: {
+    [model]: {
+      prompt_tokens: usage?.prompt_tokens ?? 0,
+      completion_tokens: usage?.completion_tokens ?? 0,
+      total_tokens: usage?.total_tokens ?? 0,
+      requests: 1
+    }
+  }
+})
+
+/** A traced completion's call: started when made, ended by `end`. */
+const tracedCall = (payload: CompletionsCreateReq, track: boolean) =>
+  Effect.gen(function* () {
+    if (!track) return undefined
+    const store = yield* TraceCalls.TraceCalls
+    const id = yield* newId
+    const traceId = yield* newId
+    const started = yield* now
+    const start: TraceCalls.CallStart = {
+      project_id: payload.project_id,
+      id,
+      trace_id: traceId,
+      parent_id: null,
+      op_name: COMPLETIONS_OP,
+      display_name: null,
+      thread_id: null,
+      turn_id: null,
+      started_at: started.iso,
+      started_key: started.micros,
+      attributes: {},
+      // The inputs schema is an open record of JSON values.
+      inputs: payload.inputs as JsonObject,
+      wb_user_id: payload.wb_user_id ?? null,
+      wb_run_id: null,
+      wb_run_step: null
+    }
+    const end = (output: Option.Option<JsonValue>, summary: JsonObject, exception: string | null) =>
+      Effect.flatMap(now, (ended) =>
+        store.batch([
+          {
+            mode: "end",
+            end: {
+              project_id: payload.project_id,
+              id,
+              ended_at: ended.iso,
+              output,
+              summary,
+              exception,
+              wb_run_step_end: null
+            }
+          }
+        ])
+      )
+    return { id, start, end, begin: store.batch([{ mode: "start", start }]) }
+  })
+
+/** `POST /completions/create` over a policy cache. */
+export const completionsCreate =
+  (cache: PolicyCache) =>
+  ({ payload }: { readonly payload: CompletionsCreateReq }) =>
+    Effect.gen(function* () {
+      const { request, model, policy } = yield* prepare(cache, payload, false)
+      const call = yield* tracedCall(payload, payload.track_llm_call !== false)
+      const completion = yield* completeEffect(policy, request, { modelName: model }).pipe(Effect.mapError(refused))
+      // The encoded completion is plain JSON (every field a JSON value).
+      const response = Schema.encodeSync(ChatCompletion)(completion) as unknown as JsonObject
+      if (call !== undefined) {
+        yield* call.begin
+        yield* call.end(Option.some(response), usageSummary(model, completion.usage), null)
+      }
+      return { response, weave_call_id: call?.id ?? null }
+    })
+
+/** What a stream's chunks add up to: each choice's content and finish reason, and the usage. */
+class Assembled {
+  readonly content = new Map<number, string>()
+  readonly finish = new Map<number, string | null>()
+  usage: Usage | null | undefined = undefined
+  first: ChatCompletionChunk | undefined = undefined
+  finished = false
+
+  add(chunk: ChatCompletionChunk): void {
+    this.first ??= chunk
+    if (chunk.usage !== null && chunk.usage !== undefined) this.usage = chunk.usage
+    for (const choice of chunk.choices) {
+      const text = choice.delta.content
+      if (typeof text === "string") this.content.set(choice.index, (this.content.get(choice.index) ?? "") + text)
+      else if (!this.content.has(choice.index)) this.content.set(choice.index, "")
+      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
+        this.finish.set(choice.index, choice.finish_reason)
+      }
+    }
+  }
+
+  response(model: string): JsonObject {
+    const choices = [...this.content.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, content]) => ({
+        index,
+        message: { role: "assistant", content },
+        finish_reason: this.finish.get(index) ?? null
+      }))
+    return {
+      id: this.first?.id ?? null,
+      object: "chat.completion",
+      created: this.first?.created ?? null,
+      model: this.first?.model ?? model,
+      choices,
+      usage: {
+        prompt_tokens: this.usage?.prompt_tokens ?? 0,
+        completion_tokens: this.usage?.completion_tokens ?? 0,
+        total_tokens: this.usage?.total_tokens ?? 0
+      }
+    }
+  }
+}
+
+/** `POST /completions/create_stream` over a policy cache. */
+export const completionsCreateStream =
+  (cache: PolicyCache) =>
+  ({ payload }: { readonly payload: CompletionsCreateReq }) =>
+    Effect.gen(function* () {
+      const { request, model, policy } = yield* prepare(cache, payload, true)
+      const wantsUsage = request.stream_options?.include_usage === true
+      // Usage is always decoded, to trace it; the client gets the usage chunk only when it asked for it.
+      const engineRequest = { ...request, stream_options: { ...request.stream_options, include_usage: true } }
+      const chunks = yield* Effect.try({
+        try: () => completeStream(policy, engineRequest, { modelName: model }),
+        catch: (error) => error
+      }).pipe(
+        Effect.catchAll((error) => (error instanceof EngineError ? Effect.fail(refused(error)) : Effect.die(error)))
+      )
+      const call = yield* tracedCall(payload, payload.track_llm_call !== false)
+      if (call !== undefined) yield* call.begin
+      const assembled = new Assembled()
+      const lines = chunkStream(chunks).pipe(
+        Stream.tap((chunk) =>
+          Effect.sync(() => {
+            assembled.add(chunk)
+          })
+        ),
+        Stream.filter(
+          (chunk) => wantsUsage || chunk.choices.length > 0 || chunk.usage === null || chunk.usage === undefined
+        ),
+        Stream.map((chunk): unknown => chunk),
+        Stream.onEnd(
+          Effect.sync(() => {
+            assembled.finished = true
+          })
+        ),
+        Stream.catchAll((error) =>
+          Stream.fromEffect(
+            Effect.as(
+              Effect.logError("trace completion stream failed", error),
+              error instanceof EngineError ? { error: error.message } : { error: "Internal Server Error" }
+            )
+          )
+        ),
+        Stream.ensuring(
+          call === undefined
+            ? Effect.void
+            : Effect.suspend(() =>
+                call.end(
+                  Option.some(assembled.response(model)),
+                  usageSummary(model, assembled.usage),
+                  assembled.finished ? null : "The stream ended before the completion did"
+                )
+              )
+        )
+      )
+      return jsonLinesStream(Stream.concat(Stream.make({ _meta: { weave_call_id: call?.id ?? null } }), lines))
+    })
