@@ -38,12 +38,12 @@
  * `--server-cpu-prof=<dir>` starts the server with `--cpu-prof --cpu-prof-dir=<dir>` (written when it stops);
  * `--whole=0` leaves out (c), for a profile of the streamed path alone.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fmt, intFlag, printTable } from "./harness.js"
+import { cpuSeconds, memory, resetPeak, type Server, startServer, stopServer } from "./serverProcess.js"
 
 const concurrency = intFlag("concurrency", 256)
 const rounds = intFlag("rounds", 3)
@@ -54,92 +54,11 @@ const timeoutMs = intFlag("timeout-ms", 300_000)
 const withWhole = intFlag("whole", 1) === 1
 const cpuProfDir = process.argv.find((a) => a.startsWith("--server-cpu-prof="))?.slice("--server-cpu-prof=".length)
 
-const root = new URL("../", import.meta.url).pathname
 const MODEL = "effect-rl/tiny"
 
 // ---------------------------------------------------------------------------------------------------------
 // the server process
 // ---------------------------------------------------------------------------------------------------------
-
-interface Server {
-  readonly child: ChildProcess
-  readonly pid: number
-  readonly url: string
-  readonly stderr: () => string
-}
-
-const startServer = (dataDir: string, apiKey: string): Promise<Server> =>
-  new Promise((resolve, reject) => {
-    const profile = cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]
-    const args = [...profile, "--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", "--data-dir", dataDir]
-    // The key goes by env (EFFECT_RL_API_KEY) rather than `--api-key`, so that it is not in the process list.
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...process.env, EFFECT_RL_API_KEY: apiKey },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let out = ""
-    let err = ""
-    // Both pipes are drained for the whole run, so a chatty server never blocks on a full pipe.
-    child.stdout.on("data", (chunk) => {
-      if (out.length < 1 << 16) out += chunk
-      const match = /effect-rl serving on (http:\/\/\S+)/.exec(out)
-      if (match && child.pid !== undefined) {
-        clearTimeout(timer)
-        resolve({ child, pid: child.pid, url: match[1]!, stderr: () => err })
-      }
-    })
-    child.stderr.on("data", (chunk) => {
-      if (err.length < 1 << 16) err += chunk
-    })
-    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${out}\n${err}`)), 30_000)
-    child.once("exit", (code) => {
-      clearTimeout(timer)
-      reject(new Error(`the server exited with ${code}:\n${out}\n${err}`))
-    })
-  })
-
-const stopServer = (child: ChildProcess): Promise<void> =>
-  new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    const force = setTimeout(() => child.kill("SIGKILL"), 10_000)
-    child.once("exit", () => {
-      clearTimeout(force)
-      resolve()
-    })
-    child.kill("SIGTERM")
-  })
-
-/** A field of `/proc/<pid>/status` in bytes (`VmRSS`, `VmHWM`), or NaN where there is no procfs. */
-const memory = (pid: number, field: "VmRSS" | "VmHWM"): number => {
-  try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))
-    return match === null ? Number.NaN : Number(match[1]) * 1024
-  } catch {
-    return Number.NaN
-  }
-}
-
-/** CPU seconds (user + system) of a process so far, from `/proc/<pid>/stat` (clock ticks of 10 ms). */
-const cpuSeconds = (pid: number): number => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / 100
-  } catch {
-    return Number.NaN
-  }
-}
-
-/** Resets the kernel's peak RSS of `pid` to its current RSS (Linux 4.0+); false where that is not allowed. */
-const resetPeak = (pid: number): boolean => {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, "5")
-    return true
-  } catch {
-    return false
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // one request
@@ -324,7 +243,11 @@ const main = async (): Promise<void> => {
   process.once("SIGTERM", onSignal)
   const loadBefore = loadavg()
   try {
-    server = await startServer(dataDir, apiKey)
+    server = await startServer(
+      dataDir,
+      apiKey,
+      cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]
+    )
     const { pid, url } = server
     const idleRss = memory(pid, "VmRSS")
 
