@@ -11,6 +11,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { ApiError } from "../../src/client/ApiError.js"
 import * as TraceClient from "../../src/client/TraceClient.js"
@@ -262,6 +263,43 @@ layer(Layer.merge(Backend, NodeHttpClient.layerUndici), { excludeTestServices: t
         const last = withUsage[withUsage.length - 1]
         expect(last?._tag === "Chunk" && last.chunk.choices.length === 0 && last.chunk.usage !== null).toBe(true)
         expect(withUsage[0]?._tag === "Meta" && withUsage[0].meta.weave_call_id === null).toBe(true)
+      })
+    )
+
+    it.effect("completions/create_stream: a client that leaves mid-stream leaves an ended call with an exception", () =>
+      Effect.gen(function* () {
+        const trace = yield* client
+        const { url } = yield* LocalBackend.LocalBackend
+        const project = newProject()
+        const callId = yield* Effect.promise(async () => {
+          const abort = new AbortController()
+          const response = await fetch(`${url}/completions/create_stream`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+            body: JSON.stringify({
+              project_id: project,
+              inputs: {
+                model: "effect-rl/tiny",
+                messages: [{ role: "user", content: "Talk." }],
+                max_tokens: 400,
+                ignore_eos: true
+              }
+            }),
+            signal: abort.signal
+          })
+          const reader = response.body?.getReader()
+          const first = await reader?.read()
+          abort.abort()
+          const line = new TextDecoder().decode(first?.value).split("\n")[0] ?? ""
+          return (JSON.parse(line) as { _meta: { weave_call_id: string } })._meta.weave_call_id
+        })
+        const ended = yield* trace.callRead({ project_id: project, id: callId }).pipe(
+          Effect.map(({ call }) => call),
+          Effect.filterOrFail((c) => c?.ended_at !== null && c?.ended_at !== undefined),
+          Effect.retry({ times: 100, schedule: Schedule.spaced("50 millis") })
+        )
+        expect(ended?.exception).toContain("ended before the completion")
+        expect(ended?.summary?.weave?.status).toBe("error")
       })
     )
 
