@@ -137,6 +137,15 @@ export interface WriteOptions {
   readonly idempotencyKey?: string | undefined
 }
 
+/**
+ * Options of the OTel export. The service takes the project of the spans from their resource's
+ * `wandb.entity` and `wandb.project` attributes, or else from a `project_id` header, which `projectId` sends.
+ */
+export interface OtelExportOptions extends WriteOptions {
+  /** The `"entity/project"` of spans whose resource does not name one. */
+  readonly projectId?: string | undefined
+}
+
 /** A file to upload with `file/create`. */
 export interface FileUpload {
   /** The project (`entity/project`). */
@@ -218,7 +227,7 @@ export interface Service {
    */
   readonly otelExportTrace: (
     payload: Uint8Array | ExportTraceServiceRequest,
-    options?: WriteOptions
+    options?: OtelExportOptions
   ) => Effect.Effect<OtelExportRes, ApiError>
   /** `POST /refs/read_batch`: the values of refs. */
   readonly refsReadBatch: (request: RefsReadBatchReq) => Effect.Effect<RefsReadBatchRes, ApiError>
@@ -451,7 +460,12 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
         calls.objsQuery.run(transport, { payload: request, retry: true }).pipe(span("objsQuery", request.project_id)),
       otelExportTrace: (payload, options) =>
         Effect.gen(function* () {
-          const { retry, headers } = { headers: undefined, ...write(options) }
+          const written: { readonly retry: boolean; readonly headers?: Record<string, string> } = write(options)
+          const headers = {
+            ...written.headers,
+            ...(options?.projectId === undefined ? {} : { project_id: options.projectId })
+          }
+          const retry = written.retry
           const at = { method: "POST" as const, path: Api.otelExportTrace.path }
           if (payload instanceof Uint8Array) {
             const rawBody = HttpBody.uint8Array(payload, "application/x-protobuf")

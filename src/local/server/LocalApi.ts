@@ -32,7 +32,6 @@ import {
   DatasetsGroup,
   FeedbackGroup,
   ObjectsGroup,
-  OtelGroup,
   RefsGroup,
   ServiceGroup,
   TablesGroup,
@@ -40,6 +39,7 @@ import {
   FilesGroup as TraceFilesApiGroup
 } from "../../api/TraceApi.js"
 import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
+import { OtelExportRes } from "../../api/TraceMisc.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
 
 /**
@@ -126,8 +126,17 @@ export const TraceThreadsGroup = withTraceErrors(ThreadsGroup)
 /** The trace surface's completions, with the trace service's error bodies. */
 export const TraceCompletionsGroup = withTraceErrors(CompletionsGroup)
 
-/** The trace surface's OpenTelemetry export, with the trace service's error bodies. */
-export const TraceOtelGroup = withTraceErrors(OtelGroup)
+/**
+ * The trace surface's OpenTelemetry export (both paths), with the trace service's error bodies. Unlike
+ * `TraceApi`'s `OtelGroup`, whose payload schema lets a client send protobuf bytes or JSON, the server reads
+ * the body raw, by its content type: a body the schema would refuse (JSON of another shape, or no JSON at all)
+ * is then answered 400 `{reason}` naming the problem, as the service does, instead of the framework's 422.
+ */
+export const TraceOtelGroup = withTraceErrors(
+  HttpApiGroup.make("traceOtel", { topLevel: true })
+    .add(HttpApiEndpoint.post("otelExportTrace", "/otel/v1/trace").addSuccess(OtelExportRes))
+    .add(HttpApiEndpoint.post("otelExportTraces", "/otel/v1/traces").addSuccess(OtelExportRes))
+)
 
 /** The trace surface's `/health` and `/server_info`. */
 export const TraceServiceGroup = withTraceErrors(ServiceGroup)
