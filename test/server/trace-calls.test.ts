@@ -60,6 +60,10 @@ const read = (project: string, id: string) =>
     return (reply.json as { call: Record<string, unknown> | null }).call
   })
 
+/** A member of a JSON object; undefined for anything else. */
+const part = (value: unknown, key: string): unknown =>
+  value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined
+
 const weaveOf = (call: Record<string, unknown> | null) =>
   (call?.summary as { weave?: Record<string, unknown> } | undefined)?.weave ?? {}
 
@@ -475,6 +479,245 @@ describe("trace calls", () => {
           expect(badSort.status).toBe(403)
           const malformed = yield* post("/calls/stream_query", { project_id: project, query: { $expr: { $nope: 1 } } })
           expect(malformed.status).toBe(422)
+        })
+      )
+    })
+
+    describe("columns, expand_columns, storage sizes and call refs", () => {
+      const project = "ent/expand"
+      const [r1, r2, r3] = [uuid(0x301), uuid(0x302), uuid(0x303)]
+
+      const created = (path: string, body: unknown) =>
+        Effect.map(post(path, body), (reply) => {
+          expect(reply.status).toBe(200)
+          return reply.json as { digest: string }
+        })
+
+      /** A model object, a dataset over a table, and three calls that take or give refs to them. */
+      const seed = Effect.gen(function* () {
+        const model = yield* created("/obj/create", {
+          obj: {
+            project_id: project,
+            object_id: "model",
+            val: { name: "m1", prompt: "weave:///ent/expand/object/prompt:v0" }
+          }
+        })
+        const prompt = yield* created("/obj/create", {
+          obj: { project_id: project, object_id: "prompt", val: { text: "Say hi" } }
+        })
+        const table = (yield* created("/table/create", {
+          table: { project_id: project, rows: [{ q: "a" }, { q: "b" }] }
+        })) as { digest: string; row_digests: ReadonlyArray<string> }
+        const tableRef = `weave:///${project}/table/${table.digest}`
+        const dataset = yield* created("/obj/create", {
+          obj: { project_id: project, object_id: "ds", val: { _type: "Dataset", rows: tableRef } }
+        })
+        const refs = {
+          model: `weave:///${project}/object/model:${model.digest}`,
+          prompt: `weave:///${project}/object/prompt:${prompt.digest}`,
+          dataset: `weave:///${project}/object/ds:${dataset.digest}`,
+          table: tableRef,
+          call: `weave:///${project}/call/${r1}`,
+          row: `weave:///${project}/object/ds:${dataset.digest}/attr/rows/id/${table.row_digests[1]}`
+        }
+        // The model's prompt ref names version `v0` of `prompt`, which is its first version.
+        const reply = yield* post("/call/upsert_batch", {
+          batch: [
+            {
+              mode: "start",
+              req: {
+                start: startOf(project, {
+                  id: r1,
+                  started: 0,
+                  op_name: "weave:///ent/expand/op/evaluate:abc",
+                  attributes: { env: "prod" },
+                  inputs: { model: refs.model, dataset: refs.dataset, n: 2, note: "plain" }
+                })
+              }
+            },
+            {
+              mode: "start",
+              req: {
+                start: startOf(project, {
+                  id: r2,
+                  parent_id: r1,
+                  started: 10,
+                  inputs: { model: refs.model, table: refs.table, parent: refs.call, other: "weave:///x/y/object/o:d" }
+                })
+              }
+            },
+            {
+              mode: "start",
+              req: {
+                start: startOf(project, { id: r3, started: 20, inputs: { model: "not a ref", example: refs.row } })
+              }
+            },
+            { mode: "end", req: { end: endOf(project, r2, 15, { output: { model: refs.model } }) } },
+            { mode: "end", req: { end: endOf(project, r1, 30, { output: { score: 1 }, summary: { usage: {} } }) } }
+          ]
+        })
+        expect(reply.status).toBe(200)
+        return refs
+      })
+
+      const query = (body: Record<string, unknown>) =>
+        Effect.gen(function* () {
+          const reply = yield* post("/calls/stream_query", { project_id: project, ...body })
+          expect(reply.status).toBe(200)
+          return lines(reply.text)
+        })
+
+      it.effect("columns: only the named fields (dotted ones whole) and the required ones carry values", () =>
+        Effect.gen(function* () {
+          yield* seed
+          const full = yield* query({})
+          const calls = yield* query({ columns: ["inputs.n", "summary"] })
+          expect(calls.map((c) => c.id)).toEqual([r1, r2, r3])
+          const [first, second] = calls
+          const [fullFirst] = full
+          // Required fields are always there, with their values.
+          for (const key of ["id", "project_id", "trace_id", "op_name", "started_at"]) {
+            expect(first?.[key]).toEqual(fullFirst?.[key])
+          }
+          // `inputs.n` selects `inputs` whole, as the service does; `summary` keeps its derived part.
+          expect(first?.inputs).toEqual(fullFirst?.inputs)
+          expect(first?.summary).toEqual(fullFirst?.summary)
+          expect(part(part(first?.summary, "weave"), "status")).toBe("success")
+          // Everything else is empty.
+          expect(first?.attributes).toEqual({})
+          expect(first?.ended_at).toBeNull()
+          expect(first).not.toHaveProperty("output")
+          expect(second?.parent_id).toBeNull()
+          expect(fullFirst?.attributes).toEqual({ env: "prod" })
+          expect(fullFirst?.output).toEqual({ score: 1 })
+          const withOutput = yield* query({ columns: ["output", "parent_id"] })
+          expect(withOutput.map((c) => c.output)).toEqual([{ score: 1 }, { model: expect.any(String) }, undefined])
+          expect(withOutput.map((c) => c.parent_id)).toEqual([null, r1, null])
+          expect(withOutput[0]?.inputs).toEqual({})
+          expect(withOutput[0]?.summary).toBeNull()
+          const bad = yield* post("/calls/stream_query", { project_id: project, columns: ["secret_column"] })
+          expect(bad.status).toBe(403)
+          expect(bad.json).toEqual({ reason: "Invalid field: secret_column" })
+        })
+      )
+
+      it.effect("expand_columns: object refs become their values with _ref, nested paths after their parents", () =>
+        Effect.gen(function* () {
+          const refs = yield* seed
+          const [c1, c2, c3] = yield* query({ expand_columns: ["inputs.model", "inputs.model.prompt", "output.model"] })
+          // The model names its prompt as `prompt:v0`: `_ref` is the ref as found.
+          const promptV0 = "weave:///ent/expand/object/prompt:v0"
+          const model = { name: "m1", prompt: { text: "Say hi", _ref: promptV0 }, _ref: refs.model }
+          expect(c1?.inputs).toEqual({ model, dataset: refs.dataset, n: 2, note: "plain" })
+          // `output.model.prompt` is not named, so the output's model keeps its prompt ref.
+          expect(c2?.output).toEqual({ model: { ...model, prompt: promptV0 } })
+          expect(part(c2?.inputs, "model")).toEqual(model)
+          // A value that is not a ref stays.
+          expect(c3?.inputs).toEqual({ model: "not a ref", example: refs.row })
+          // Without the nested path, the inner ref stays a string.
+          const [shallow] = yield* query({ expand_columns: ["inputs.model"] })
+          expect(part(shallow?.inputs, "model")).toEqual({
+            name: "m1",
+            prompt: promptV0,
+            _ref: refs.model
+          })
+          // A dataset expands to its object (its rows stay a table ref); a dataset row ref to the row.
+          const [withDataset] = yield* query({ expand_columns: ["inputs.dataset"] })
+          expect(part(withDataset?.inputs, "dataset")).toEqual({
+            _type: "Dataset",
+            rows: refs.table,
+            _ref: refs.dataset
+          })
+          const [, , withRow] = yield* query({ expand_columns: ["inputs.example"] })
+          expect(part(withRow?.inputs, "example")).toEqual({ q: "b", _ref: refs.row })
+          // Table refs, call refs and refs of another project are not expanded, as by the service.
+          const [, second] = yield* query({ expand_columns: ["inputs.table", "inputs.parent", "inputs.other"] })
+          expect(second?.inputs).toMatchObject({
+            table: refs.table,
+            parent: refs.call,
+            other: "weave:///x/y/object/o:d"
+          })
+        })
+      )
+
+      it.effect("expand_columns serve the query and sort; return_expanded_column_values: false keeps the refs", () =>
+        Effect.gen(function* () {
+          const refs = yield* seed
+          const byModelName = { $eq: [{ $getField: "inputs.model.name" }, { $literal: "m1" }] }
+          expect(yield* query({ query: { $expr: byModelName } })).toEqual([])
+          const expanded = yield* query({ query: { $expr: byModelName }, expand_columns: ["inputs.model"] })
+          expect(expanded.map((c) => c.id)).toEqual([r1, r2])
+          const raw = yield* query({
+            query: { $expr: byModelName },
+            expand_columns: ["inputs.model"],
+            return_expanded_column_values: false
+          })
+          expect(raw.map((c) => c.id)).toEqual([r1, r2])
+          expect(raw.map((c) => (c.inputs as { model?: unknown }).model)).toEqual([refs.model, refs.model])
+          const stats = yield* post("/calls/query_stats", {
+            project_id: project,
+            query: { $expr: byModelName },
+            expand_columns: ["inputs.model"]
+          })
+          expect(stats.json).toEqual({ count: 2 })
+          // Sorting by an expanded value: "m1" sorts before a missing one (r3's model is not a ref).
+          const sorted = yield* query({
+            sort_by: [
+              { field: "inputs.model.name", direction: "desc" },
+              { field: "started_at", direction: "desc" }
+            ],
+            expand_columns: ["inputs.model"]
+          })
+          expect(sorted.map((c) => c.id)).toEqual([r2, r1, r3])
+        })
+      )
+
+      it.effect("query_stats: count capped at limit; storage sizes of calls and of traces", () =>
+        Effect.gen(function* () {
+          yield* seed
+          const stats = (body: Record<string, unknown>) =>
+            Effect.map(post("/calls/query_stats", { project_id: project, ...body }), (reply) => {
+              expect(reply.status).toBe(200)
+              return reply.json as { count: number; total_storage_size_bytes?: number | null }
+            })
+          expect(yield* stats({})).toEqual({ count: 3 })
+          expect(yield* stats({ limit: 2 })).toEqual({ count: 2 })
+          expect(yield* stats({ limit: 0 })).toEqual({ count: 0 })
+          const calls = yield* query({ include_storage_size: true, include_total_storage_size: true })
+          const own = calls.map((c) => c.storage_size_bytes as number)
+          for (const size of own) expect(size).toBeGreaterThan(0)
+          // r1 and r2 are one trace; r3 another. Only roots carry a total.
+          expect(calls.map((c) => c.total_storage_size_bytes)).toEqual([(own[0] ?? 0) + (own[1] ?? 0), null, own[2]])
+          const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8")
+          const [first] = yield* query({})
+          const summary = { ...(first?.summary as Record<string, unknown>) }
+          delete summary.weave
+          expect(own[0]).toBe(bytes(first?.attributes) + bytes(first?.inputs) + bytes(first?.output) + bytes(summary))
+          const total = yield* stats({ include_total_storage_size: true })
+          expect(total).toEqual({ count: 3, total_storage_size_bytes: (own[0] ?? 0) + (own[1] ?? 0) + (own[2] ?? 0) })
+          // Only the matching roots count: r2 alone is not a root.
+          const children = yield* stats({ include_total_storage_size: true, filter: { call_ids: [r2] } })
+          expect(children).toEqual({ count: 1, total_storage_size_bytes: 0 })
+        })
+      )
+
+      it.effect("refs/read_batch answers a call ref with the derived summary.weave", () =>
+        Effect.gen(function* () {
+          const refs = yield* seed
+          const reply = yield* post("/refs/read_batch", { refs: [refs.call, `weave:///${project}/call/${r3}`] })
+          expect(reply.status).toBe(200)
+          const [root, running] = (reply.json as { vals: ReadonlyArray<Record<string, unknown>> }).vals
+          const [fromRead] = yield* query({ filter: { call_ids: [r1] } })
+          expect(root).toEqual(fromRead)
+          expect(root?.summary).toEqual({
+            usage: {},
+            weave: { status: "success", latency_ms: 30, trace_name: "evaluate" }
+          })
+          expect(part(running?.summary, "weave")).toEqual({
+            status: "running",
+            latency_ms: null,
+            trace_name: "op"
+          })
         })
       )
     })

@@ -6,14 +6,19 @@
  *   parent's trace (when known) or a new one. A malformed id, project id or timestamp is 400 `{reason}`.
  * - An end may come before its start, in the same batch or an earlier one: it is stored and merged, and the
  *   call shows up once its start has arrived.
- * - Reads add the derived `summary.weave = {status, latency_ms, trace_name}`: `error` with an exception,
- *   `running` without an end, `descendant_error` when a live descendant has an exception (or the client's
- *   `summary.status_counts.error` is positive), else `success`; `latency_ms` from start to end;
- *   `trace_name` the display name, else the op's name (the `<name>` of an op ref).
+ * - Reads add the derived `summary.weave` (see `callWire.ts`).
  * - Queries: the filter's lists (op names with `:*` prefixes, trace, call, parent, thread, turn, user and run
- *   ids, roots only) are SQL; `input_refs`/`output_refs`, the query language, `sort_by` (default
- *   `started_at asc, id asc`), `offset` and `limit` are applied in TypeScript over those rows (see
- *   `query.ts`). `columns`, `expand_columns`, costs and feedback are not applied: full calls are answered.
+ *   ids, roots only) are SQL; `input_refs`/`output_refs`, `expand_columns`, the query language, `sort_by`
+ *   (default `started_at asc, id asc`), `offset` and `limit` are applied in TypeScript over those rows (see
+ *   `query.ts`), in that order, so a query or sort may reach into expanded values.
+ * - `expand_columns`: the object and op refs (extras included, so dataset rows too) at those paths are replaced
+ *   by their values as `refs/read_batch` resolves them, an object gaining `_ref`; table and call refs, refs of
+ *   other projects and anything else stay as they are (as the service does). With
+ *   `return_expanded_column_values: false` the expansion serves the query and sort only.
+ * - `columns`: only those fields and `id`, `project_id`, `trace_id`, `op_name`, `started_at` carry values; a
+ *   dotted column selects its top-level field whole. Unknown columns are 403.
+ * - `include_storage_size`/`include_total_storage_size`: sizes of the calls' stored JSON (see `callWire.ts`).
+ *   Costs and feedback are not applied.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Clock from "effect/Clock"
@@ -41,8 +46,10 @@ import {
 } from "../../../../api/TraceCall.js"
 import { InvalidField, InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
+import { callsWire, storageSize } from "./callWire.js"
 import { instant, isCallId, isProjectId, newId } from "./ids.js"
-import { fieldPaths, invalidField, matches, sortCalls } from "./query.js"
+import { fieldPaths, getField, invalidField, matches, setField, sortBy as sortByKeys } from "./query.js"
+import { resolveObjectRef } from "./refs.js"
 
 const invalid = (reason: string) => Effect.fail(new InvalidRequest({ reason }))
 
@@ -114,76 +121,6 @@ const toEnd = (end: CallEndInsert) =>
     return stored
   })
 
-const opShortName = (opName: string): string => {
-  const match = /^weave:\/\/\/[^/]+\/[^/]+\/op\/([^:/]+)(?::[^/]*)?$/.exec(opName)
-  return match?.[1] ?? opName
-}
-
-const errorCount = (summary: JsonObject | null): number => {
-  const counts = summary?.status_counts
-  if (counts === null || counts === undefined || typeof counts !== "object" || Array.isArray(counts)) return 0
-  const error = (counts as JsonObject).error
-  return typeof error === "number" ? error : 0
-}
-
-/** The calls as answered, with `summary.weave` derived (see the module header). */
-const toWire = (calls: TraceCalls.Service, projectId: string, records: ReadonlyArray<TraceCalls.CallRecord>) =>
-  Effect.gen(function* () {
-    const lineage = yield* calls.lineage(
-      projectId,
-      records.map((record) => record.trace_id)
-    )
-    const parents = new Map(lineage.map((row) => [row.id, row.parent_id]))
-    const withFailedDescendant = new Set<string>()
-    for (const row of lineage) {
-      if (!row.failed) continue
-      let parent = row.parent_id
-      while (parent !== null && !withFailedDescendant.has(parent)) {
-        withFailedDescendant.add(parent)
-        parent = parents.get(parent) ?? null
-      }
-    }
-    return records.map((record): JsonObject => {
-      const ended = record.ended_at === null ? undefined : instant(record.ended_at)
-      const status =
-        record.exception !== null
-          ? "error"
-          : record.ended_at === null
-            ? "running"
-            : withFailedDescendant.has(record.id) || errorCount(record.summary) > 0
-              ? "descendant_error"
-              : "success"
-      const weave: JsonObject = {
-        status,
-        latency_ms: ended === undefined ? null : Math.round((ended.micros - record.started_key) / 1000),
-        trace_name: record.display_name ?? opShortName(record.op_name)
-      }
-      const wire: Record<string, JsonValue> = {
-        id: record.id,
-        project_id: record.project_id,
-        op_name: record.op_name,
-        display_name: record.display_name,
-        trace_id: record.trace_id,
-        parent_id: record.parent_id,
-        thread_id: record.thread_id,
-        turn_id: record.turn_id,
-        started_at: record.started_at,
-        attributes: record.attributes,
-        inputs: record.inputs,
-        ended_at: record.ended_at,
-        exception: record.exception,
-        summary: { ...record.summary, weave },
-        wb_user_id: record.wb_user_id,
-        wb_run_id: record.wb_run_id,
-        wb_run_step: record.wb_run_step,
-        wb_run_step_end: record.wb_run_step_end,
-        deleted_at: null
-      }
-      if (Option.isSome(record.output)) wire.output = record.output.value
-      return wire
-    })
-  })
-
 /** Whether a JSON value holds a ref string equal to one of `refs` or below it (`<ref>/...`). */
 const holdsRef = (value: JsonValue | undefined, refs: ReadonlyArray<string>): boolean => {
   if (typeof value === "string") return refs.some((ref) => value === ref || value.startsWith(`${ref}/`))
@@ -214,12 +151,52 @@ const sqlFilter = (filter: CallsFilter | null | undefined): TraceCalls.CallFilte
 const isDefaultOrder = (sortBy: ReadonlyArray<SortBy>) =>
   sortBy.length === 0 || (sortBy.length === 1 && sortBy[0]?.field === "started_at" && sortBy[0].direction === "asc")
 
+const isPlainObject = (value: JsonValue): value is JsonObject =>
+  value !== null && typeof value === "object" && !Array.isArray(value)
+
+/**
+ * The calls with the object refs at the given paths replaced by their values, as the service expands them:
+ * shallower paths first (so `inputs.model.prompt` reaches into an expanded `inputs.model`), an object value gaining
+ * `_ref` (the ref) unless it has one; each distinct ref is resolved once. The calls given are not changed.
+ */
+const expandColumns = (projectId: string, calls: ReadonlyArray<JsonObject>, columns: ReadonlyArray<string>) =>
+  Effect.gen(function* () {
+    const views = calls.map((call) => structuredClone(call) as JsonObject)
+    const resolved = new Map<string, Option.Option<JsonValue>>()
+    const depths = [...new Set(columns.map((column) => column.split(".").length))].sort((a, b) => a - b)
+    for (const depth of depths) {
+      const level = columns.filter((column) => column.split(".").length === depth)
+      for (const view of views) {
+        for (const column of level) {
+          const ref = getField(view, column)
+          if (typeof ref !== "string" || !ref.startsWith("weave:///")) continue
+          let value = resolved.get(ref)
+          if (value === undefined) {
+            value = yield* resolveObjectRef(projectId, ref)
+            resolved.set(ref, value)
+          }
+          if (Option.isNone(value)) continue
+          const copy = structuredClone(value.value)
+          setField(view, column, isPlainObject(copy) && !Object.hasOwn(copy, "_ref") ? { ...copy, _ref: ref } : copy)
+        }
+      }
+    }
+    return views
+  })
+
+/** A selected call as stored (`call`) and as queries see it, with its `expand_columns` expanded (`view`). */
+interface Selected {
+  readonly call: JsonObject
+  readonly view: JsonObject
+}
+
 /** The calls a query selects, in order, before offset and limit. */
 const select = (request: {
   readonly project_id: string
   readonly filter?: CallsFilter | null | undefined
   readonly query?: Query | null | undefined
   readonly sort_by?: ReadonlyArray<SortBy> | null | undefined
+  readonly expand_columns?: ReadonlyArray<string> | null | undefined
 }) =>
   Effect.gen(function* () {
     const calls = yield* TraceCalls.TraceCalls
@@ -231,16 +208,58 @@ const select = (request: {
       if (reason !== undefined) return yield* Effect.fail(new InvalidField({ reason }))
     }
     const records = yield* Effect.orDie(calls.query(request.project_id, sqlFilter(request.filter)))
-    const wire = yield* toWire(calls, request.project_id, records)
+    const wire = yield* callsWire(calls, request.project_id, records)
     const inputRefs = nonEmpty(request.filter?.input_refs)
     const outputRefs = nonEmpty(request.filter?.output_refs)
-    const kept = wire.filter(
+    const byRefs = wire.filter(
       (call) =>
         (inputRefs === undefined || holdsRef(call.inputs, inputRefs)) &&
-        (outputRefs === undefined || holdsRef(call.output, outputRefs)) &&
-        (query === undefined || matches(call, query.$expr))
+        (outputRefs === undefined || holdsRef(call.output, outputRefs))
     )
-    return isDefaultOrder(sortBy) ? kept : sortCalls(kept, sortBy)
+    const expand = nonEmpty(request.expand_columns)
+    const views = expand === undefined ? byRefs : yield* expandColumns(request.project_id, byRefs, expand)
+    const selected = byRefs.map((call, i): Selected => ({ call, view: views[i] ?? call }))
+    const kept = query === undefined ? selected : selected.filter((item) => matches(item.view, query.$expr))
+    return isDefaultOrder(sortBy) ? kept : sortByKeys(kept, (item) => item.view, sortBy)
+  })
+
+/** The fields the service answers whatever `columns` names. */
+const REQUIRED_COLUMNS = ["id", "project_id", "trace_id", "op_name", "started_at"]
+
+/**
+ * A call with only the named columns (and the required ones); a dotted column (`inputs.x`) selects its top-level
+ * field whole, as the service does. The others are answered empty: `{}` for `attributes` and `inputs`, no
+ * `output`, null for the rest.
+ */
+const keepColumns = (call: JsonObject, columns: ReadonlyArray<string>): JsonObject => {
+  const kept = new Set([...REQUIRED_COLUMNS, ...columns.map((column) => column.split(".")[0] ?? column)])
+  const out: Record<string, JsonValue> = {}
+  for (const [key, value] of Object.entries(call)) {
+    if (kept.has(key)) out[key] = value
+    else if (key === "attributes" || key === "inputs") out[key] = {}
+    else if (key !== "output") out[key] = null
+  }
+  return out
+}
+
+/** `storage_size_bytes` of the calls, and `total_storage_size_bytes` (the sum over its trace) of trace roots. */
+const storageSizes = (projectId: string, calls: ReadonlyArray<JsonObject>) =>
+  Effect.gen(function* () {
+    const store = yield* TraceCalls.TraceCalls
+    const traceIds = [...new Set(calls.flatMap((call) => (typeof call.trace_id === "string" ? [call.trace_id] : [])))]
+    const records = traceIds.length === 0 ? [] : yield* Effect.orDie(store.query(projectId, { trace_ids: traceIds }))
+    const own = new Map<string, number>()
+    const perTrace = new Map<string, number>()
+    for (const record of records) {
+      const size = storageSize(record)
+      own.set(record.id, size)
+      perTrace.set(record.trace_id, (perTrace.get(record.trace_id) ?? 0) + size)
+    }
+    return {
+      own: (call: JsonObject) => (typeof call.id === "string" ? (own.get(call.id) ?? null) : null),
+      total: (call: JsonObject) =>
+        call.parent_id === null && typeof call.trace_id === "string" ? (perTrace.get(call.trace_id) ?? null) : null
+    }
   })
 
 const page = <A>(items: ReadonlyArray<A>, offset: number | null | undefined, limit: number | null | undefined) =>
@@ -294,7 +313,7 @@ export const callRead = ({ payload }: { readonly payload: CallReadReq }) =>
     yield* checkProject(payload.project_id)
     const record = yield* Effect.orDie(calls.read(payload.project_id, payload.id))
     if (Option.isNone(record)) return { call: null }
-    const [wire] = yield* toWire(calls, payload.project_id, [record.value])
+    const [wire] = yield* callsWire(calls, payload.project_id, [record.value])
     return { call: yield* Effect.orDie(decodeCall(wire)) }
   })
 
@@ -319,10 +338,34 @@ export const callsDelete = ({ payload }: { readonly payload: CallsDeleteReq }) =
     return { num_deleted: yield* calls.softDelete(payload.project_id, payload.call_ids, now) }
   })
 
-/** `POST /calls/stream_query`: JSON lines of calls, streamed in chunks. */
+/**
+ * `POST /calls/stream_query`: JSON lines of calls, streamed in chunks; `expand_columns` expanded (unless
+ * `return_expanded_column_values` is false), then `columns` kept, then the storage sizes asked for added.
+ */
 export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq }) =>
   Effect.gen(function* () {
-    const selected = page(yield* select(payload), payload.offset, payload.limit)
+    const columns = nonEmpty(payload.columns)
+    for (const column of columns ?? []) {
+      const reason = invalidField(column)
+      if (reason !== undefined) return yield* Effect.fail(new InvalidField({ reason }))
+    }
+    const expanded = payload.return_expanded_column_values !== false
+    const answered = page(yield* select(payload), payload.offset, payload.limit).map((item) => {
+      const call = expanded ? item.view : item.call
+      return columns === undefined ? call : keepColumns(call, columns)
+    })
+    const withSizes = payload.include_storage_size === true || payload.include_total_storage_size === true
+    const sizes = withSizes ? yield* storageSizes(payload.project_id, answered) : undefined
+    const selected =
+      sizes === undefined
+        ? answered
+        : answered.map(
+            (call): JsonObject => ({
+              ...call,
+              ...(payload.include_storage_size === true ? { storage_size_bytes: sizes.own(call) } : {}),
+              ...(payload.include_total_storage_size === true ? { total_storage_size_bytes: sizes.total(call) } : {})
+            })
+          )
     const chunks = Stream.range(0, Math.ceil(selected.length / LINES_PER_CHUNK) - 1).pipe(
       Stream.map((i) =>
         selected
@@ -337,9 +380,17 @@ export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq 
       : HttpServerResponse.stream(chunks, { contentType: jsonLinesContentType })
   })
 
-/** `POST /calls/query_stats`: how many calls match (at most `limit`, when given). */
+/**
+ * `POST /calls/query_stats`: how many calls match, at most `limit` when given (the service counts the rows of
+ * the limited query); with `include_total_storage_size`, the sum of `total_storage_size_bytes` over the
+ * matching trace roots among them.
+ */
 export const callsQueryStats = ({ payload }: { readonly payload: CallsQueryStatsReq }) =>
-  Effect.map(select(payload), (selected) => ({
-    count:
-      payload.limit === null || payload.limit === undefined ? selected.length : Math.min(selected.length, payload.limit)
-  }))
+  Effect.gen(function* () {
+    const selected = page(yield* select(payload), 0, payload.limit)
+    if (payload.include_total_storage_size !== true) return { count: selected.length }
+    const calls = selected.map((item) => item.call)
+    const sizes = yield* storageSizes(payload.project_id, calls)
+    const total = calls.reduce((sum, call) => sum + (sizes.total(call) ?? 0), 0)
+    return { count: selected.length, total_storage_size_bytes: total }
+  })

@@ -88,6 +88,34 @@ export const getField = (call: JsonObject, path: string): Value => {
   return current
 }
 
+/**
+ * Sets the value at a dot path of a call, in place, when every step before the last exists (an object member, or
+ * a list index in range); false when the path does not reach.
+ */
+export const setField = (call: JsonObject, path: string, value: JsonValue): boolean => {
+  const parts = path.split(".")
+  const last = parts.pop()
+  let current: Value = call
+  for (const part of parts) {
+    if (current === null || current === undefined || typeof current !== "object") return false
+    current = Array.isArray(current)
+      ? /^\d+$/.test(part)
+        ? (current as ReadonlyArray<JsonValue>)[Number(part)]
+        : undefined
+      : Object.hasOwn(current, part)
+        ? (current as JsonObject)[part]
+        : undefined
+  }
+  if (last === undefined || current === null || current === undefined || typeof current !== "object") return false
+  if (Array.isArray(current)) {
+    if (!/^\d+$/.test(last) || Number(last) >= current.length) return false
+    ;(current as Array<JsonValue>)[Number(last)] = value
+    return true
+  }
+  ;(current as Record<string, JsonValue>)[last] = value
+  return true
+}
+
 const literal = (value: LiteralValue): JsonValue => {
   if (value === null || typeof value !== "object") return value
   if (Array.isArray(value)) return value.map((item: { readonly $literal: LiteralValue }) => literal(item.$literal))
@@ -271,18 +299,32 @@ const order = (a: Value, b: Value): number => {
 }
 
 /**
- * Sorts calls by the keys in order, then by id; a missing or null value sorts last whatever the direction.
+ * Sorts items by the keys of the call each one is seen as (`view`), in order, then by id; a missing or null value
+ * sorts last whatever the direction.
  */
-export const sortCalls = (calls: ReadonlyArray<JsonObject>, sortBy: ReadonlyArray<SortBy>): Array<JsonObject> => {
-  const keyed = calls.map((call) => ({ call, keys: sortBy.map((key) => sortValue(call, key.field)) }))
+export const sortBy = <A>(
+  items: ReadonlyArray<A>,
+  view: (item: A) => JsonObject,
+  keys: ReadonlyArray<SortBy>
+): Array<A> => {
+  const keyed = items.map((item) => {
+    const call = view(item)
+    return { item, id: call.id, keys: keys.map((key) => sortValue(call, key.field)) }
+  })
   keyed.sort((x, y) => {
-    for (let i = 0; i < sortBy.length; i++) {
+    for (let i = 0; i < keys.length; i++) {
       const [a, b] = [x.keys[i], y.keys[i]]
       const missing = (a ?? null) === null || (b ?? null) === null
       const d = order(a, b)
-      if (d !== 0) return missing || sortBy[i]?.direction !== "desc" ? d : -d
+      if (d !== 0) return missing || keys[i]?.direction !== "desc" ? d : -d
     }
-    return order(x.call.id, y.call.id)
+    return order(x.id, y.id)
   })
-  return keyed.map((item) => item.call)
+  return keyed.map((entry) => entry.item)
 }
+
+/**
+ * Sorts calls by the keys in order, then by id; a missing or null value sorts last whatever the direction.
+ */
+export const sortCalls = (calls: ReadonlyArray<JsonObject>, keys: ReadonlyArray<SortBy>): Array<JsonObject> =>
+  sortBy(calls, (call) => call, keys)

@@ -3,8 +3,8 @@
  *
  * - `weave:///<entity>/<project>/object/<name>:<digest>` and `.../op/<name>:<digest>` are object versions (the
  *   digest may be `latest` or `vN`); a deleted or missing version resolves to null.
- * - `.../table/<digest>` is the list of the table's row values; `.../call/<id>` the call (its stored fields,
- *   without the derived `summary.weave`), null when there is no live call.
+ * - `.../table/<digest>` is the list of the table's row values; `.../call/<id>` the call as `call/read` answers
+ *   it (with the derived `summary.weave`), null when there is no live call.
  * - Extras follow in pairs: `/key/<k>` and `/attr/<a>` take a member of an object, `/index/<i>` an item of a list
  *   or the row at that index of a table, `/id/<row digest>` the row of a table with that digest. A value that is
  *   itself a ref string is resolved before the next extra applies (a dataset's `rows` are a table ref). An extra
@@ -17,6 +17,7 @@ import type { JsonObject, JsonValue } from "../../../../api/Json.js"
 import type { RefsReadBatchReq } from "../../../../api/TraceObject.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
+import { callsWire } from "./callWire.js"
 import { invalid, jsonOf, readVersion } from "./objects.js"
 
 /** A resolved value on the way through a ref's extras: a JSON value, or a table (its row digests). */
@@ -62,31 +63,6 @@ const parse = (ref: string): Parsed | undefined => {
 const json = (value: JsonValue): Value => ({ _tag: "json", value })
 const NULL = json(null)
 
-const callWire = (record: TraceCalls.CallRecord): JsonObject => {
-  const wire: Record<string, JsonValue> = {
-    id: record.id,
-    project_id: record.project_id,
-    op_name: record.op_name,
-    display_name: record.display_name,
-    trace_id: record.trace_id,
-    parent_id: record.parent_id,
-    thread_id: record.thread_id,
-    turn_id: record.turn_id,
-    started_at: record.started_at,
-    attributes: record.attributes,
-    inputs: record.inputs,
-    ended_at: record.ended_at,
-    exception: record.exception,
-    summary: record.summary,
-    wb_user_id: record.wb_user_id,
-    wb_run_id: record.wb_run_id,
-    wb_run_step: record.wb_run_step,
-    wb_run_step_end: record.wb_run_step_end
-  }
-  if (Option.isSome(record.output)) wire.output = record.output.value
-  return wire
-}
-
 const rowVals = (projectId: string, digests: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const store = yield* TraceObjects.TraceObjects
@@ -119,7 +95,9 @@ const target = (
     }
     const calls = yield* TraceCalls.TraceCalls
     const record = yield* calls.read(parsed.projectId, parsed.target).pipe(Effect.orElseSucceed(() => Option.none()))
-    return Option.match(record, { onNone: () => NULL, onSome: (r) => json(callWire(r)) })
+    if (Option.isNone(record)) return NULL
+    const [wire] = yield* callsWire(calls, parsed.projectId, [record.value])
+    return wire === undefined ? NULL : json(wire)
   })
 
 /** A value that is a ref string, resolved; any other value as it is. */
@@ -159,6 +137,17 @@ const resolve = (parsed: Parsed) =>
     if (value._tag === "table") return (yield* rowVals(value.projectId, value.digests)) as JsonValue
     return value.value
   })
+
+/**
+ * The value of an object or op ref (extras included) of the project, for `expand_columns`; `None` for anything
+ * else (not a ref, a ref of another kind or of another project), which the service leaves as it is.
+ */
+export const resolveObjectRef = (projectId: string, ref: string) => {
+  const parsed = parse(ref)
+  return parsed === undefined || parsed.projectId !== projectId || (parsed.kind !== "object" && parsed.kind !== "op")
+    ? Effect.succeed(Option.none<JsonValue>())
+    : Effect.map(resolve(parsed), Option.some)
+}
 
 /** `POST /refs/read_batch` */
 export const refsReadBatch = ({ payload }: { readonly payload: RefsReadBatchReq }) =>
