@@ -478,11 +478,14 @@ describe("trace OTel export", () => {
       it.effect("TraceClient.otelExportTrace sends the project of resources without one as project_id", () =>
         Effect.gen(function* () {
           const client = yield* traceClient
-          const request = {
-            resourceSpans: [
-              { scopeSpans: [{ spans: [jsonSpan({ spanId: "c0000000000000a1", name: "client.span" })] }] }
-            ]
+          const span = {
+            traceId: "5b8efff798038103d269b633813fc60c",
+            spanId: "c0000000000000a1",
+            name: "client.span",
+            startTimeUnixNano: "1767225600000001999",
+            endTimeUnixNano: "1767225602500000000"
           }
+          const request = { resourceSpans: [{ scopeSpans: [{ spans: [span] }] }] }
           const refused = yield* Effect.flip(client.otelExportTrace(request))
           expect(refused.status).toBe(400)
           expect(yield* client.otelExportTrace(request, { projectId: "otel/by-client" })).toEqual({})
