@@ -15,6 +15,7 @@ import * as Jobs from "./Jobs.js"
 import * as Logs from "./Logs.js"
 import * as Models from "./Models.js"
 import * as TraceCalls from "./TraceCalls.js"
+import * as TraceFeedback from "./TraceFeedback.js"
 import * as TraceObjects from "./TraceObjects.js"
 
 /** Every service of the store. */
@@ -27,6 +28,7 @@ export type Services =
   | IdempotencyKeys.IdempotencyKeys
   | TraceCalls.TraceCalls
   | TraceObjects.TraceObjects
+  | TraceFeedback.TraceFeedback
 
 /** Options of {@link layer}. */
 export interface Options extends Models.Options, Jobs.Options {
@@ -47,7 +49,8 @@ export const layerWith = <A, E, R>(
     Logs.layer,
     IdempotencyKeys.layer,
     TraceCalls.layer,
-    TraceObjects.layer
+    TraceObjects.layer,
+    TraceFeedback.layer
   ).pipe(Layer.provideMerge(database))
 }
 

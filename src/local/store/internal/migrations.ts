@@ -157,10 +157,54 @@ const traceObjects = Effect.gen(function* () {
   )`
 })
 
+/**
+ * Migration 5: feedback and LLM token prices of the trace surface. Feedback rows keep creation order (`seq`);
+ * `payload` and `extra` (the scorer and span fields) are JSON text. Prices are project-level, by `llm_id`.
+ */
+const traceFeedback = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE trace_feedback (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    weave_ref TEXT NOT NULL,
+    wb_user_id TEXT NOT NULL,
+    creator TEXT,
+    created_at TEXT NOT NULL,
+    feedback_type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    annotation_ref TEXT,
+    runnable_ref TEXT,
+    call_ref TEXT,
+    trigger_ref TEXT,
+    queue_id TEXT,
+    extra TEXT NOT NULL,
+    UNIQUE (project_id, id)
+  )`
+  yield* sql`CREATE INDEX trace_feedback_ref ON trace_feedback (project_id, weave_ref)`
+  yield* sql`CREATE TABLE trace_costs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    project_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    llm_id TEXT NOT NULL,
+    provider_id TEXT NOT NULL,
+    effective_date TEXT NOT NULL,
+    prompt_token_cost REAL NOT NULL,
+    completion_token_cost REAL NOT NULL,
+    prompt_token_cost_unit TEXT NOT NULL,
+    completion_token_cost_unit TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (project_id, id)
+  )`
+  yield* sql`CREATE INDEX trace_costs_llm ON trace_costs (project_id, llm_id)`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
 export const migrations = {
   "1_initial": initial,
   "2_files": files,
   "3_trace_calls": traceCalls,
-  "4_trace_objects": traceObjects
+  "4_trace_objects": traceObjects,
+  "5_trace_feedback": traceFeedback
 }

@@ -18,16 +18,14 @@
  * - `columns`: only those fields and `id`, `project_id`, `trace_id`, `op_name`, `started_at` carry values; a
  *   dotted column selects its top-level field whole. Unknown columns are 403.
  * - `include_storage_size`/`include_total_storage_size`: sizes of the calls' stored JSON (see `callWire.ts`).
- *   Costs and feedback are not applied.
+ * - `include_feedback` adds `summary.weave.feedback` (the call's feedback rows), `include_costs` (also on
+ *   call/read) `summary.weave.costs` (its usage priced by the project's costs): see `TraceFeedback.decorateCalls`.
  */
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import type { JsonObject, JsonValue } from "../../../../api/Json.js"
-import { jsonLinesContentType } from "../../../../api/TraceApi.js"
 import {
   Call,
   type CallCreateBatchReq,
@@ -46,8 +44,10 @@ import {
 } from "../../../../api/TraceCall.js"
 import { InvalidField, InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
+import * as TraceFeedback from "../../../store/TraceFeedback.js"
 import { callsWire, storageSize } from "./callWire.js"
 import { instant, isCallId, isProjectId, newId } from "./ids.js"
+import { jsonLinesResponse } from "./jsonLines.js"
 import { fieldPaths, getField, invalidField, matches, setField, sortBy as sortByKeys } from "./query.js"
 import { resolveObjectRef } from "./refs.js"
 
@@ -265,8 +265,6 @@ const storageSizes = (projectId: string, calls: ReadonlyArray<JsonObject>) =>
 const page = <A>(items: ReadonlyArray<A>, offset: number | null | undefined, limit: number | null | undefined) =>
   items.slice(offset ?? 0, limit === null || limit === undefined ? undefined : (offset ?? 0) + limit)
 
-const LINES_PER_CHUNK = 1000
-
 /** `POST /call/start` */
 export const callStart = ({ payload }: { readonly payload: CallStartReq }) =>
   Effect.gen(function* () {
@@ -313,8 +311,11 @@ export const callRead = ({ payload }: { readonly payload: CallReadReq }) =>
     yield* checkProject(payload.project_id)
     const record = yield* Effect.orDie(calls.read(payload.project_id, payload.id))
     if (Option.isNone(record)) return { call: null }
-    const [wire] = yield* callsWire(calls, payload.project_id, [record.value])
-    return { call: yield* Effect.orDie(decodeCall(wire)) }
+    const wire = yield* callsWire(calls, payload.project_id, [record.value])
+    const [decorated] = yield* TraceFeedback.decorateCalls(payload.project_id, wire, {
+      costs: payload.include_costs === true
+    })
+    return { call: yield* Effect.orDie(decodeCall(decorated)) }
   })
 
 /** `POST /call/update`: sets the display name; 404 without the call, 400 without a name. */
@@ -350,10 +351,14 @@ export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq 
       if (reason !== undefined) return yield* Effect.fail(new InvalidField({ reason }))
     }
     const expanded = payload.return_expanded_column_values !== false
-    const answered = page(yield* select(payload), payload.offset, payload.limit).map((item) => {
-      const call = expanded ? item.view : item.call
-      return columns === undefined ? call : keepColumns(call, columns)
+    const paged = page(yield* select(payload), payload.offset, payload.limit).map((item) =>
+      expanded ? item.view : item.call
+    )
+    const decorated = yield* TraceFeedback.decorateCalls(payload.project_id, paged, {
+      feedback: payload.include_feedback === true,
+      costs: payload.include_costs === true
     })
+    const answered = columns === undefined ? decorated : decorated.map((call) => keepColumns(call, columns))
     const withSizes = payload.include_storage_size === true || payload.include_total_storage_size === true
     const sizes = withSizes ? yield* storageSizes(payload.project_id, answered) : undefined
     const selected =
@@ -366,18 +371,7 @@ export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq 
               ...(payload.include_total_storage_size === true ? { total_storage_size_bytes: sizes.total(call) } : {})
             })
           )
-    const chunks = Stream.range(0, Math.ceil(selected.length / LINES_PER_CHUNK) - 1).pipe(
-      Stream.map((i) =>
-        selected
-          .slice(i * LINES_PER_CHUNK, (i + 1) * LINES_PER_CHUNK)
-          .map((call) => `${JSON.stringify(call)}\n`)
-          .join("")
-      ),
-      Stream.encodeText
-    )
-    return selected.length === 0
-      ? HttpServerResponse.text("", { contentType: jsonLinesContentType })
-      : HttpServerResponse.stream(chunks, { contentType: jsonLinesContentType })
+    return jsonLinesResponse(selected)
   })
 
 /**
