@@ -253,7 +253,7 @@ describe("trace objects", () => {
       })
     )
 
-    it.effect("dataset delete: digests given, all versions, 404, 422 and auth", () =>
+    it.effect("dataset delete: digests given, all versions, 404 (nothing, or not a dataset), 422 and auth", () =>
       Effect.gen(function* () {
         const project = "ent/datasets"
         const dataset = (n: number) => ({
@@ -277,6 +277,12 @@ describe("trace objects", () => {
         const none = yield* del("/v2/ent/datasets/datasets/evals")
         expect(none.status).toBe(404)
         expect((yield* del("/v2/ent/datasets/datasets/unknown?digests=abc")).status).toBe(404)
+        // An object of another class is not a dataset: 404, and it stays.
+        yield* create(project, "notes", { _type: "Model", _class_name: "Model", _bases: ["Object", "BaseModel"] })
+        const notDataset = yield* del("/v2/ent/datasets/datasets/notes")
+        expect(notDataset.status).toBe(404)
+        expect(notDataset.json).toEqual({ reason: "Dataset notes not found" })
+        expect((yield* readObj(project, "notes", "latest")).status).toBe(200)
 
         const invalid = yield* del("/v2/ent/datasets/datasets/bad%20name")
         expect(invalid.status).toBe(422)

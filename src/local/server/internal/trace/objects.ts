@@ -234,7 +234,10 @@ export const objDelete = ({ payload }: { readonly payload: ObjDeleteReq }) =>
 
 const objectIdPattern = /^[\p{L}\p{N}_.-]+$/u
 
-/** `DELETE /v2/{entity}/{project}/datasets/{object_id}`: 422 (seed 2.2) on an invalid path or digest. */
+/**
+ * `DELETE /v2/{entity}/{project}/datasets/{object_id}`: 422 (seed 2.2) on an invalid path or digest; 404 when
+ * nothing matches, or when the live object of that id is not a dataset (its base class is not `Dataset`).
+ */
 export const datasetDelete = ({
   path,
   urlParams
@@ -263,8 +266,15 @@ export const datasetDelete = ({
       }
     })
     if (problems.length > 0) return Responses.invalid(problems)
+    const projectId = `${path.entity}/${path.project}`
+    // Only a dataset is deleted here: an object of another class under that id is not found.
+    const store = yield* TraceObjects.TraceObjects
+    const live = (yield* store.versions(projectId, path.object_id)).filter((version) => version.deleted_at === null)
+    if (live.length > 0 && !live.some((version) => version.base_object_class === "Dataset")) {
+      return yield* Effect.fail(new NotFound({ reason: `Dataset ${path.object_id} not found` }))
+    }
     const result = yield* deleteVersions(
-      `${path.entity}/${path.project}`,
+      projectId,
       path.object_id,
       digests === undefined || digests.length === 0 ? undefined : digests
     )
