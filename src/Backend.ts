@@ -1,11 +1,13 @@
 /**
  * Where a training loop runs: the one layer that changes between the embedded local backend and the hosted
- * service. Each layer provides both clients (`TrainingClient`, `InferenceClient`) over Node's HTTP client.
+ * service. Each layer provides the three clients (`TrainingClient`, `InferenceClient`, `TraceClient`) over
+ * Node's HTTP client, so a loop can add `Tracing.layer(...)` with nothing more to set up.
  *
  * - {@link local}: starts the embedded backend in-process (SQLite under a data directory, the small CPU
- *   policy) on a free loopback port and points both clients at it. No account, GPU or network needed.
+ *   policy) on a free loopback port and points the clients at it (the trace surface is on the same origin,
+ *   with the same key). No account, GPU or network needed.
  * - {@link hosted}: the hosted services, configured from the environment (`WANDB_API_KEY`,
- *   `EFFECT_RL_TRAINING_URL`, `EFFECT_RL_INFERENCE_URL`), options winning over it.
+ *   `EFFECT_RL_TRAINING_URL`, `EFFECT_RL_INFERENCE_URL`, `EFFECT_RL_TRACE_URL`), options winning over it.
  * - {@link fromEnv}: `hosted` when `WANDB_API_KEY` is set, else `local`.
  *
  * ```ts
@@ -26,20 +28,21 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as InferenceClient from "./client/InferenceClient.js"
+import * as TraceClient from "./client/TraceClient.js"
 import * as TrainingClient from "./client/TrainingClient.js"
 import * as LocalBackend from "./local/LocalBackend.js"
 
-/** What a backend layer provides: both clients. */
-export type Clients = TrainingClient.TrainingClient | InferenceClient.InferenceClient
+/** What a backend layer provides: the three clients. */
+export type Clients = TrainingClient.TrainingClient | InferenceClient.InferenceClient | TraceClient.TraceClient
 
 /** Options of {@link local}. */
 export interface LocalOptions extends LocalBackend.Options {
-  /** Options for both clients (retries, time-outs); the base URL and key come from the backend. */
+  /** Options for the clients (retries, time-outs); the base URL and key come from the backend. */
   readonly client?: Omit<TrainingClient.Options, "apiKey" | "baseUrl"> | undefined
 }
 
 /**
- * The embedded backend started in-process, with both clients pointed at it; the backend itself
+ * The embedded backend started in-process, with the clients pointed at it; the backend itself
  * ({@link LocalBackend.LocalBackend}: its URL, key and data directory) is provided too.
  */
 export const local = (
@@ -48,7 +51,7 @@ export const local = (
   const clients = Layer.unwrapEffect(
     Effect.map(LocalBackend.LocalBackend, ({ apiKey, url }) => {
       const common = { ...options.client, apiKey, baseUrl: url }
-      return Layer.mergeAll(TrainingClient.layer(common), InferenceClient.layer(common))
+      return Layer.mergeAll(TrainingClient.layer(common), InferenceClient.layer(common), TraceClient.layer(common))
     })
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))
   return Layer.provideMerge(clients, LocalBackend.layer(options))
@@ -60,13 +63,17 @@ export interface HostedOptions {
   readonly training?: TrainingClient.Options | undefined
   /** Options of the inference client. */
   readonly inference?: InferenceClient.Options | undefined
+  /** Options of the trace client. */
+  readonly trace?: TraceClient.Options | undefined
 }
 
 /** The hosted services, configured from the environment (see the module comment). */
 export const hosted = (options: HostedOptions = {}): Layer.Layer<Clients, ConfigError> =>
-  Layer.mergeAll(TrainingClient.layerConfig(options.training), InferenceClient.layerConfig(options.inference)).pipe(
-    Layer.provide(NodeHttpClient.layerUndici)
-  )
+  Layer.mergeAll(
+    TrainingClient.layerConfig(options.training),
+    InferenceClient.layerConfig(options.inference),
+    TraceClient.layerConfig(options.trace)
+  ).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 /** `hosted()` when `WANDB_API_KEY` is set in the environment, else `local(options)`. */
 export const fromEnv = (options: LocalOptions = {}): Layer.Layer<Clients, PlatformError | ServeError | ConfigError> =>

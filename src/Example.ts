@@ -7,7 +7,8 @@
  * ({@link Backend.fromEnv}: the hosted service when `WANDB_API_KEY` is set, else the embedded backend
  * started in-process) and prints the report: reward per step as a terminal chart, the best checkpoint's
  * model name, how to run the same loop against the hosted service, and a last machine-readable line
- * `summary: {"steps", "first_reward", "last3_reward", "seconds", "model"}`.
+ * `summary: {"steps", "first_reward", "last3_reward", "seconds", "model"}`. With a trace project
+ * (`--trace <entity/project>`), the run is traced into it on the backend's trace service (see `Tracing`).
  *
  * @since 0.1.0
  */
@@ -22,6 +23,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Backend from "./Backend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
+import * as Tracing from "./workflow/Tracing.js"
 import type { Summary } from "./workflow/TrainingLoop.js"
 
 /** Options every example takes (from the command line or the caller). */
@@ -126,6 +128,8 @@ const hostedHelp = (name: string) => `To run the same loop against the hosted se
 export interface RunOptions extends TrainOptions {
   /** Options of the embedded backend, when it is used (e.g. a `dataDir` to keep its data). */
   readonly local?: Backend.LocalOptions | undefined
+  /** Trace the run into this project (`entity/project`) of the backend's trace service; default: no tracing. */
+  readonly trace?: string | undefined
 }
 
 /**
@@ -139,7 +143,10 @@ export const run = <E>(
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
-    const outcome = yield* example.train(options)
+    const outcome = yield* options.trace === undefined
+      ? example.train(options)
+      : Effect.provide(example.train(options), Tracing.layer({ project: options.trace }))
+    if (options.trace !== undefined) yield* Console.log(`\ntraced into ${options.trace}: a call per step and rollout`)
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
     const model = outcome.policy.record
     const best = bestStep(outcome.summary)
@@ -158,12 +165,12 @@ export class ArgumentError extends Error {
   override readonly name = "ArgumentError"
 }
 
-const FLAGS = ["--steps", "--base-model", "--model", "--data-dir"]
+const FLAGS = ["--steps", "--base-model", "--model", "--data-dir", "--trace"]
 
 /**
- * Reads `--steps <n>`, `--base-model <name>`, `--model <name>` and `--data-dir <dir>` from arguments; throws
- * {@link ArgumentError} for an unknown flag, a flag without its value, or a `--steps` that is not a
- * positive integer.
+ * Reads `--steps <n>`, `--base-model <name>`, `--model <name>`, `--data-dir <dir>` and
+ * `--trace <entity/project>` from arguments; throws {@link ArgumentError} for an unknown flag, a flag without
+ * its value, a `--steps` that is not a positive integer, or a `--trace` that is not `entity/project`.
  */
 export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
   const values = new Map<string, string>()
@@ -178,12 +185,17 @@ export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
   if (steps !== undefined && !/^[1-9][0-9]*$/.test(steps)) {
     throw new ArgumentError(`--steps must be a positive integer, got '${steps}'`)
   }
+  const trace = values.get("--trace")
+  if (trace !== undefined && !/^[^/\s]+\/[^/\s]+$/.test(trace)) {
+    throw new ArgumentError(`--trace must be a project as entity/project, got '${trace}'`)
+  }
   const dataDir = values.get("--data-dir")
   return {
     ...(steps === undefined ? {} : { steps: Number(steps) }),
     baseModel: values.get("--base-model"),
     modelName: values.get("--model"),
-    ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } })
+    ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
+    ...(trace === undefined ? {} : { trace })
   }
 }
 

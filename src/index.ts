@@ -66,6 +66,8 @@ export * as Reward from "./workflow/Reward.js"
 export * as Rollout from "./workflow/Rollout.js"
 /** Where SFT training data (JSONL) is written for the backend to read. */
 export * as SftData from "./workflow/SftData.js"
+/** Tracing of rollouts, chat completions, rewards and training steps into the trace service. */
+export * as Tracing from "./workflow/Tracing.js"
 /** Logging groups, RL and SFT training jobs followed to the end, checkpoint retention. */
 export * as Trainer from "./workflow/Trainer.js"
 /** The training loop: steps, evaluation, a target, and resume. */

@@ -6,16 +6,17 @@
  * - `effect-rl health`: the training service's health and system check
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
  * - `effect-rl base-models`: the trainable base models
- * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]`: trains
- *   one of the package's examples (`examples/`; without a name, lists them) on the hosted service when
- *   `WANDB_API_KEY` is set, else on the embedded backend started in-process (data in a temporary directory
- *   unless `--data-dir`), and prints its report
+ * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
+ *   [--trace <entity/project>]`: trains one of the package's examples (`examples/`; without a name, lists them)
+ *   on the hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process (data in
+ *   a temporary directory unless `--data-dir`), traced into that project of the trace service with `--trace`,
+ *   and prints its report
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]`:
  *   the embedded local backend; the key also comes from `EFFECT_RL_API_KEY`, and with neither a key is
  *   generated, printed once and stored in the data directory (`api-key`, mode 0600) for the next start.
  *
  * Configuration comes from the environment: `WANDB_API_KEY`, `EFFECT_RL_TRAINING_URL`,
- * `EFFECT_RL_INFERENCE_URL`.
+ * `EFFECT_RL_INFERENCE_URL`, `EFFECT_RL_TRACE_URL`.
  *
  * @since 0.1.0
  */
@@ -43,14 +44,15 @@ Usage:
   effect-rl models [--project <t/p>]      the inference service's model list
   effect-rl base-models                   the trainable base models
   effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
+                  [--trace <entity/project>]
                                           train an example (hosted if WANDB_API_KEY is set, else local)
   effect-rl serve [--host 127.0.0.1] [--port 0] [--data-dir ~/.effect-rl] [--api-key <key>]
                   [--max-body-size <bytes>]
                                           the embedded local backend (key also from EFFECT_RL_API_KEY)
   effect-rl --version | --help
 
-Environment: WANDB_API_KEY, EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL, EFFECT_RL_BASE_MODEL (train),
-EFFECT_RL_API_KEY (serve).`
+Environment: WANDB_API_KEY, EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL, EFFECT_RL_TRACE_URL,
+EFFECT_RL_BASE_MODEL (train), EFFECT_RL_API_KEY (serve).`
 
 const json = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 

@@ -35,6 +35,10 @@
  *   scenario order.
  * - Interrupting the stream, or the effect, interrupts every rollout in flight; the clients abort their HTTP
  *   requests on interruption, so no request keeps running.
+ * - Traced (when a `Tracing` layer is provided): each rollout is a call (display name from the scenario: its
+ *   text, `id`, `name` or `title`, and the rollout's index; inputs the scenario; output the messages, value,
+ *   reward and metrics; the exception when it failed or ran out of time) under the current call, its chat
+ *   completions child calls, and the reward after `scoreGroup` is feedback of type `reward` on it.
  * - Progress is shown on stderr: a redrawn line on a terminal, a plain line every 10 seconds otherwise, quiet
  *   under a test runner unless asked ({@link Options.progress}).
  *

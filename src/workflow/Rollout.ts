@@ -7,7 +7,8 @@
  * trainable assistant turn) and the messages sent before it are recorded as context. A request whose
  * messages do not continue the main conversation (a sub-agent's own conversation) is recorded as an
  * additional history. {@link metric}, {@link metadata} and {@link log} add to the trajectory; the rollout's
- * timing, token usage and the policy version at start and end are recorded for you.
+ * timing, token usage and the policy version at start and end are recorded for you. With a `Tracing` layer
+ * provided, the rollout and each of its completions are calls of the trace service.
  *
  * ```ts
  * const play = (question: string) =>
@@ -24,12 +25,15 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import type { ChatCompletion, Choice } from "../api/ChatCompletion.js"
 import type { AssistantMessage, Message, Tool } from "../api/ChatMessage.js"
 import type { History, Metadata, Trajectory } from "../api/Trajectory.js"
 import { ApiError } from "../client/ApiError.js"
 import { Recorder } from "./internal/recorder.js"
+import { choiceJson, messagesOf, rolloutOpened, toJson, toJsonObject } from "./internal/tracing.js"
 import type { Policy, Request } from "./Policy.js"
+import * as Tracing from "./Tracing.js"
 
 /** The running rollout: its policy and its record. Provided by {@link run}. */
 export class Current extends Context.Tag("effect-rl/Rollout/Current")<
@@ -60,10 +64,29 @@ const noChoice = (completion: ChatCompletion) =>
     retryable: false
   })
 
+/** A chat completion's call: the request in, the choice out, its usage. */
+const chatCall = (policy: Policy, request: Request) => (): Tracing.CallOptions<ChatCompletion> => ({
+  op: Tracing.CHAT_OP,
+  inputs: toJsonObject({ model: policy.name, ...request }),
+  output: (completion) =>
+    toJson({ id: completion.id, model: completion.model, choices: completion.choices.slice(0, 1).map(choiceJson) }),
+  usage: (completion) => [
+    [
+      completion.model,
+      {
+        prompt_tokens: completion.usage.prompt_tokens,
+        completion_tokens: completion.usage.completion_tokens,
+        total_tokens: completion.usage.total_tokens,
+        requests: 1
+      }
+    ]
+  ]
+})
+
 /**
  * Creates a chat completion with the rollout's policy and records it: the request's messages not yet in the
  * trajectory as context, then the first choice. `logprobs` and `return_token_ids` are always requested (the
- * trainer needs them).
+ * trainer needs them). When traced, the completion is a call under the rollout's.
  */
 export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError, Current> =>
   Effect.flatMap(Current, ({ policy, recorder }) =>
@@ -74,7 +97,8 @@ export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError, 
       ),
       Effect.tap((completion) =>
         Effect.sync(() => recorder.record(recorder.historyFor(request.messages), completion, request.tools))
-      )
+      ),
+      (completion) => Tracing.call(chatCall(policy, request), completion)
     )
   )
 
@@ -182,11 +206,34 @@ const historyOf = (history: { readonly entries: ReadonlyArray<unknown>; readonly
  * Runs agent code as a rollout of `policy`: it returns what the code returned and the trajectory recorded,
  * with `start_time`, the policy version at start and end, and `auto_metrics` (`duration_seconds`,
  * `completions`, `prompt_tokens`, `completion_tokens`). The code's failure is the rollout's failure.
+ *
+ * When traced (see `Tracing`), the rollout is a call (inputs its metadata, output its messages and value) with
+ * its chat completions as children; under `Gather`, the gatherer's call for the rollout (which also carries
+ * the scenario and the reward) is that call.
  */
 export const run = <A, E, R>(
   policy: Policy,
   body: Effect.Effect<A, E, R>,
   options: RunOptions = {}
+): Effect.Effect<Finished<A>, E, Exclude<R, Current>> =>
+  Effect.flatMap(FiberRef.get(rolloutOpened), (opened) =>
+    opened
+      ? Effect.locally(record(policy, body, options), rolloutOpened, false)
+      : Tracing.call(
+          (): Tracing.CallOptions<Finished<A>> => ({
+            op: Tracing.ROLLOUT_OP,
+            inputs: { metadata: toJsonObject(options.metadata ?? {}) },
+            attributes: { policy: policy.name },
+            output: ({ value, trajectory }) => ({ messages: messagesOf(trajectory), value: toJson(value) })
+          }),
+          record(policy, body, options)
+        )
+  )
+
+const record = <A, E, R>(
+  policy: Policy,
+  body: Effect.Effect<A, E, R>,
+  options: RunOptions
 ): Effect.Effect<Finished<A>, E, Exclude<R, Current>> =>
   Effect.gen(function* () {
     const recorder = new Recorder(options.metadata)

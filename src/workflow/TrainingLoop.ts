@@ -20,6 +20,9 @@
  * the loop (Ctrl-C under `NodeRuntime.runMain`) interrupts every rollout in flight; a training job already
  * submitted finishes on the service and the next run resumes after it.
  *
+ * **Tracing.** With a `Tracing` layer provided, each step is a call (`step <n>`) whose descendants are its
+ * rollouts (and its evaluation), with the step's report as output; see `Tracing`.
+ *
  * ```ts
  * const summary = yield* TrainingLoop.run({
  *   policy, scenarios, rollout: play, reward: Reward.fromFunction(({ value }) => value),
@@ -36,10 +39,12 @@ import type { ExperimentalConfig } from "../api/TrainingJob.js"
 import type { ApiError } from "../client/ApiError.js"
 import type { TrainingClient } from "../client/TrainingClient.js"
 import * as Gather from "./Gather.js"
+import { toJson } from "./internal/tracing.js"
 import * as Metrics from "./Metrics.js"
 import type { Trainable } from "./Policy.js"
 import type { GroupScorer, Reward } from "./Reward.js"
 import type { Current } from "./Rollout.js"
+import * as Tracing from "./Tracing.js"
 import * as Trainer from "./Trainer.js"
 
 /** Options of {@link run}. */
@@ -185,16 +190,61 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
       ...options.gather
     }
 
-    const evaluate = Effect.gen(function* () {
-      const gathered = yield* Gather.groups({
-        ...gatherOptions,
-        scenarios: validation,
-        rolloutsPerGroup: options.validationRollouts ?? 1
+    const evaluate = Tracing.call(
+      () => ({
+        op: Tracing.EVALUATE_OP,
+        displayName: "evaluate",
+        inputs: { model: policy.name, scenarios: validation.length, rollouts: options.validationRollouts ?? 1 },
+        output: (metrics: Metrics.Metrics) => ({ ...metrics })
+      }),
+      Effect.gen(function* () {
+        const gathered = yield* Gather.groups({
+          ...gatherOptions,
+          scenarios: validation,
+          rolloutsPerGroup: options.validationRollouts ?? 1
+        })
+        const groups = Gather.trajectoryGroups(gathered)
+        yield* Trainer.log(policy, groups, "val")
+        return Metrics.compute(groups)
       })
-      const groups = Gather.trajectoryGroups(gathered)
-      yield* Trainer.log(policy, groups, "val")
-      return Metrics.compute(groups)
-    }).pipe(Effect.withSpan("TrainingLoop.evaluate"))
+    ).pipe(Effect.withSpan("TrainingLoop.evaluate"))
+
+    /** One step: evaluate (when due), gather, log, train, prune; when traced, a call over all of it. */
+    const runStep = (step: number) =>
+      Tracing.call(
+        () => ({
+          op: Tracing.STEP_OP,
+          displayName: `step ${step}`,
+          inputs: { step, model: policy.name, groups: options.groupsPerStep, rollouts: options.rolloutsPerGroup },
+          output: (report: StepReport) => toJson(report)
+        }),
+        Effect.gen(function* () {
+          const started = yield* Clock.currentTimeMillis
+          const validationMetrics = evaluates && step % evalEvery === 0 ? yield* evaluate : undefined
+          const gathered = yield* Gather.groups({
+            ...gatherOptions,
+            scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
+            rolloutsPerGroup: options.rolloutsPerGroup,
+            metadata: (_, index) => ({ step, group: index })
+          })
+          const groups = Gather.trajectoryGroups(gathered)
+          const train = Metrics.compute(groups)
+          yield* Trainer.log(policy, groups, "train")
+          const result = yield* Trainer.train(policy, groups, {
+            ...options.follow,
+            ...(options.config === undefined ? {} : { config: options.config })
+          })
+          if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
+          return {
+            step,
+            trainedStep: result.step,
+            train,
+            training: result.metrics,
+            ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
+            seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
+          } satisfies StepReport
+        })
+      )
 
     const startStep = yield* policy.step
     const reports: Array<StepReport> = []
@@ -204,43 +254,18 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     yield* Effect.logInfo(`training loop: from step ${startStep} to ${options.steps}`)
 
     while (step < options.steps) {
-      const started = yield* Clock.currentTimeMillis
-      let validationMetrics: Metrics.Metrics | undefined
-      if (evaluates && step % evalEvery === 0) {
-        validationMetrics = yield* evaluate
-        lastValidation = { step, metrics: validationMetrics }
-      }
-      const gathered = yield* Gather.groups({
-        ...gatherOptions,
-        scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
-        rolloutsPerGroup: options.rolloutsPerGroup,
-        metadata: (_, index) => ({ step, group: index })
-      })
-      const groups = Gather.trajectoryGroups(gathered)
-      const train = Metrics.compute(groups)
-      yield* Trainer.log(policy, groups, "train")
-      const result = yield* Trainer.train(policy, groups, {
-        ...options.follow,
-        ...(options.config === undefined ? {} : { config: options.config })
-      })
-      if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
-      const report: StepReport = {
-        step,
-        trainedStep: result.step,
-        train,
-        training: result.metrics,
-        ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
-        seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
-      }
+      const report = yield* runStep(step)
+      const { train, validation: validationMetrics } = report
+      if (validationMetrics !== undefined) lastValidation = { step, metrics: validationMetrics }
       reports.push(report)
       yield* Effect.logInfo(
-        `step ${step} -> ${result.step}: reward ${train.reward?.toFixed(3) ?? "-"}` +
+        `step ${step} -> ${report.trainedStep}: reward ${train.reward?.toFixed(3) ?? "-"}` +
           (validationMetrics?.reward === undefined ? "" : `, val reward ${validationMetrics.reward.toFixed(3)}`) +
           ` (${report.seconds.toFixed(1)} s)`
       )
       if (options.onStep !== undefined) yield* options.onStep(report)
       // A backend numbering checkpoints its own way still moves the loop on.
-      step = Math.max(result.step, step + 1)
+      step = Math.max(report.trainedStep, step + 1)
       if (options.stopAt !== undefined && reached(validationMetrics ?? train, options.stopAt)) {
         stoppedBy = "target"
         break

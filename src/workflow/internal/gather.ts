@@ -15,6 +15,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Metadata, RolloutException, Trajectory } from "../../api/Trajectory.js"
 import {
@@ -28,7 +29,9 @@ import {
 import type { Scored } from "../Reward.js"
 import { normalize } from "../Reward.js"
 import * as Rollout from "../Rollout.js"
+import * as Tracing from "../Tracing.js"
 import { Counters, start as startProgress } from "./progress.js"
+import { messagesOf, rolloutOpened, scenarioName, toJson } from "./tracing.js"
 
 /** The most failed rollouts tolerated, as a count. */
 export const limitOf = (max: MaxExceptions | undefined, planned: number): number => {
@@ -161,6 +164,8 @@ interface Done<A> {
   readonly value: A
   readonly draft: Rollout.Draft
   readonly score: Scored
+  /** The rollout's call, when traced. */
+  readonly call: Option.Option<Tracing.CallRef>
 }
 
 /** A rollout that failed. */
@@ -210,33 +215,56 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
       const permits = new Permits(concurrency)
       yield* startProgress(options.progress, counters)
 
-      const attempt = (scenario: S, i: number, metadata: Metadata | undefined) => {
+      /**
+       * One rollout and its reward, under the time limit; when traced, a call (opened here, around
+       * `Rollout.run`, so that it carries the scenario and the reward).
+       */
+      const attempt = (scenario: S, index: number, i: number, metadata: Metadata | undefined) => {
         const body = Effect.flatMap(
-          Rollout.run(options.policy, options.rollout(scenario, i), { metadata }),
-          ({ value, trajectory }) =>
+          Effect.zip(
+            Tracing.currentCall,
+            Effect.locally(Rollout.run(options.policy, options.rollout(scenario, i), { metadata }), rolloutOpened, true)
+          ),
+          ([call, { value, trajectory }]) =>
             Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) => {
               const checked = normalize(score)
               return Number.isFinite(checked.reward)
-                ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked })
+                ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked, call })
                 : Effect.die(notFinite(checked))
             })
         )
-        return timeout === undefined
-          ? body
-          : Effect.timeoutFail(body, {
-              duration: timeout,
-              onTimeout: () =>
-                new Cause.TimeoutException(`the rollout did not finish within ${Duration.format(timeout)}`)
+        const timed =
+          timeout === undefined
+            ? body
+            : Effect.timeoutFail(body, {
+                duration: timeout,
+                onTimeout: () =>
+                  new Cause.TimeoutException(`the rollout did not finish within ${Duration.format(timeout)}`)
+              })
+        return Tracing.call(
+          (): Tracing.CallOptions<Done<A>> => ({
+            op: Tracing.ROLLOUT_OP,
+            displayName: `${scenarioName(scenario, index)} #${i}`,
+            inputs: { scenario: toJson(scenario) },
+            attributes: { ...metadata, scenario_index: index, rollout_index: i, policy: options.policy.name },
+            output: (done) => ({
+              messages: messagesOf(done.draft),
+              value: toJson(done.value),
+              reward: done.score.reward,
+              metrics: toJson({ ...done.draft.metrics, ...done.score.metrics })
             })
+          }),
+          timed
+        )
       }
 
       /**
        * One rollout, holding a permit: its outcome, or the gather's failure when it is one failure too many.
        * An interruption (not the time limit's: that one fails) is no exception of the rollout: it propagates.
        */
-      const rollout = (scenario: S, i: number, metadata: Metadata | undefined) =>
+      const rollout = (scenario: S, index: number, i: number, metadata: Metadata | undefined) =>
         permits.with(
-          Effect.matchCauseEffect(attempt(scenario, i, metadata), {
+          Effect.matchCauseEffect(attempt(scenario, index, i, metadata), {
             onSuccess: (done): Effect.Effect<Outcome<A>, GatherError> => {
               const tokens = done.draft.auto_metrics?.completion_tokens
               counters.succeeded(typeof tokens === "number" ? tokens : 0)
@@ -256,17 +284,22 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
           const metadata = options.metadata?.(scenario, index)
           const outcomes = yield* Effect.forEach(
             Array.from({ length: n }, (_, i) => i),
-            (i) => rollout(scenario, i, metadata),
+            (i) => rollout(scenario, index, i, metadata),
             { concurrency: perGroup }
           )
-          const done: Array<{ readonly index: number; readonly value: A; readonly draft: Rollout.Draft }> = []
+          const done: Array<{
+            readonly index: number
+            readonly value: A
+            readonly draft: Rollout.Draft
+            readonly call: Option.Option<Tracing.CallRef>
+          }> = []
           let scores: Array<Scored> = []
           const exceptions: Array<RolloutException> = []
           outcomes.forEach((outcome, i) => {
             if (outcome instanceof Failed) {
               exceptions.push(outcome.exception)
             } else {
-              done.push({ index: i, value: outcome.value, draft: outcome.draft })
+              done.push({ index: i, value: outcome.value, draft: outcome.draft, call: outcome.call })
               scores.push(outcome.score)
             }
           })
@@ -296,6 +329,20 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
             value: d.value,
             trajectory: scored(d.draft, scores[k]!)
           }))
+          // The reward the trainer sees, as feedback on each traced rollout's call.
+          yield* Effect.forEach(
+            done,
+            (d, k) =>
+              Option.match(d.call, {
+                onNone: () => Effect.void,
+                onSome: (call) =>
+                  Tracing.feedback(call, Tracing.REWARD_FEEDBACK, {
+                    reward: rollouts[k]!.trajectory.reward,
+                    metrics: toJson(rollouts[k]!.trajectory.metrics ?? {})
+                  })
+              }),
+            { discard: true }
+          )
           let gathered: Gathered<S, A> = {
             scenario,
             index,
