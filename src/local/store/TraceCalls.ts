@@ -79,6 +79,12 @@ export interface CallFilter {
   readonly trace_roots_only?: boolean | undefined
 }
 
+/** Where a page of a calls query starts: after the call with this `started_key` and id. */
+export interface PageCursor {
+  readonly started_key: number
+  readonly id: string
+}
+
 /** A call's place in its trace, for deriving `descendant_error`: its parent and whether it failed. */
 export interface Lineage {
   readonly id: string
@@ -94,6 +100,16 @@ export interface Service {
   readonly read: (projectId: string, id: string) => Effect.Effect<Option.Option<CallRecord>, StoreError>
   /** The live, started calls of a project matching the filter, by `started_key` then id. */
   readonly query: (projectId: string, filter: CallFilter) => Effect.Effect<ReadonlyArray<CallRecord>, StoreError>
+  /**
+   * One page of {@link Service.query}: at most `limit` calls, those after `after` (a call's `started_key` and
+   * id) in the query's order; a caller pages through a large query without holding all of it.
+   */
+  readonly queryPage: (
+    projectId: string,
+    filter: CallFilter,
+    after: PageCursor | undefined,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<CallRecord>, StoreError>
   /** The live, started calls of the given traces: id, parent and whether each has an exception. */
   readonly lineage: (projectId: string, traceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Lineage>>
   /** Sets a live call's display name; false when there is no such call. */
@@ -263,6 +279,23 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
       ])}
       ORDER BY started_key, id`.pipe(Effect.flatMap(toRecords), orDieSql, Effect.withSpan("TraceCalls.query"))
 
+  const queryPage = (projectId: string, filter: CallFilter, after: PageCursor | undefined, limit: number) =>
+    sql<Row>`SELECT ${sql.literal(columns)} FROM trace_calls
+      WHERE ${sql.and([
+        sql`project_id = ${projectId}`,
+        sql`has_start = 1`,
+        sql`deleted_at IS NULL`,
+        ...(after === undefined
+          ? []
+          : [sql`(started_key > ${after.started_key} OR (started_key = ${after.started_key} AND id > ${after.id}))`]),
+        ...filterClauses(filter)
+      ])}
+      ORDER BY started_key, id LIMIT ${limit}`.pipe(
+      Effect.flatMap(toRecords),
+      orDieSql,
+      Effect.withSpan("TraceCalls.queryPage")
+    )
+
   const lineage = (projectId: string, traceIds: ReadonlyArray<string>) =>
     Effect.forEach(
       chunks([...new Set(traceIds)]),
@@ -305,7 +338,7 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
       Effect.withSpan("TraceCalls.softDelete")
     )
 
-  return { batch, read, query, lineage, setDisplayName, softDelete }
+  return { batch, read, query, queryPage, lineage, setDisplayName, softDelete }
 })
 
 /** The trace calls repository layer. */

@@ -25,6 +25,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { JsonObject, JsonValue } from "../../../../api/Json.js"
 import {
   Call,
@@ -45,9 +46,10 @@ import {
 import { InvalidField, InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import * as TraceFeedback from "../../../store/TraceFeedback.js"
+import type * as TraceObjects from "../../../store/TraceObjects.js"
 import { callsWire, storageSize } from "./callWire.js"
 import { instant, isCallId, isProjectId, newId } from "./ids.js"
-import { jsonLinesResponse } from "./jsonLines.js"
+import { jsonLinesResponse, jsonLinesText } from "./jsonLines.js"
 import { fieldPaths, getField, invalidField, matches, setField, sortBy as sortByKeys } from "./query.js"
 import { resolveObjectRef } from "./refs.js"
 
@@ -190,24 +192,37 @@ interface Selected {
   readonly view: JsonObject
 }
 
-/** The calls a query selects, in order, before offset and limit. */
-const select = (request: {
+/** What a calls query asks for, beyond its project. */
+interface SelectRequest {
   readonly project_id: string
   readonly filter?: CallsFilter | null | undefined
   readonly query?: Query | null | undefined
   readonly sort_by?: ReadonlyArray<SortBy> | null | undefined
   readonly expand_columns?: ReadonlyArray<string> | null | undefined
-}) =>
+}
+
+/** The project and the fields a query and sort name, checked before anything is read. */
+const checkSelect = (request: SelectRequest) =>
   Effect.gen(function* () {
-    const calls = yield* TraceCalls.TraceCalls
     yield* checkProject(request.project_id)
     const query = request.query ?? undefined
-    const sortBy = request.sort_by ?? []
-    for (const path of [...(query === undefined ? [] : fieldPaths(query.$expr)), ...sortBy.map((s) => s.field)]) {
+    for (const path of [
+      ...(query === undefined ? [] : fieldPaths(query.$expr)),
+      ...(request.sort_by ?? []).map((s) => s.field)
+    ]) {
       const reason = invalidField(path)
       if (reason !== undefined) return yield* Effect.fail(new InvalidField({ reason }))
     }
-    const records = yield* Effect.orDie(calls.query(request.project_id, sqlFilter(request.filter)))
+  })
+
+/**
+ * Of some stored calls (in the query's SQL order), those the query keeps, as answered and as queries see them:
+ * the derived fields, the ref filters, `expand_columns` and the query language. Each call is judged on its own,
+ * so the calls of a query may go through this page by page.
+ */
+const selectRecords = (request: SelectRequest, records: ReadonlyArray<TraceCalls.CallRecord>) =>
+  Effect.gen(function* () {
+    const calls = yield* TraceCalls.TraceCalls
     const wire = yield* callsWire(calls, request.project_id, records)
     const inputRefs = nonEmpty(request.filter?.input_refs)
     const outputRefs = nonEmpty(request.filter?.output_refs)
@@ -219,9 +234,53 @@ const select = (request: {
     const expand = nonEmpty(request.expand_columns)
     const views = expand === undefined ? byRefs : yield* expandColumns(request.project_id, byRefs, expand)
     const selected = byRefs.map((call, i): Selected => ({ call, view: views[i] ?? call }))
-    const kept = query === undefined ? selected : selected.filter((item) => matches(item.view, query.$expr))
+    const query = request.query ?? undefined
+    return query === undefined ? selected : selected.filter((item) => matches(item.view, query.$expr))
+  })
+
+/** The calls a query selects, in order, before offset and limit. */
+const select = (request: SelectRequest) =>
+  Effect.gen(function* () {
+    const calls = yield* TraceCalls.TraceCalls
+    yield* checkSelect(request)
+    const records = yield* Effect.orDie(calls.query(request.project_id, sqlFilter(request.filter)))
+    const kept = yield* selectRecords(request, records)
+    const sortBy = request.sort_by ?? []
     return isDefaultOrder(sortBy) ? kept : sortByKeys(kept, (item) => item.view, sortBy)
   })
+
+/** Calls read from the store per page of a streamed query in the default order. */
+const PAGE = 1000
+
+/**
+ * The calls a query selects in the default order, as a stream read from the store page by page (so the first
+ * lines leave before the last calls are read, and memory holds a page, not the project), offset and limit
+ * applied.
+ */
+const selectPaged = (request: SelectRequest, offset: number, limit: number | undefined) =>
+  Stream.unwrap(
+    Effect.gen(function* () {
+      const calls = yield* TraceCalls.TraceCalls
+      const filter = sqlFilter(request.filter)
+      const context = yield* Effect.context<TraceCalls.TraceCalls | TraceObjects.TraceObjects>()
+      const pages = Stream.paginateEffect(undefined as TraceCalls.PageCursor | undefined, (after) =>
+        Effect.map(Effect.orDie(calls.queryPage(request.project_id, filter, after, PAGE)), (records) => {
+          const last = records[records.length - 1]
+          const next =
+            records.length < PAGE || last === undefined
+              ? Option.none()
+              : Option.some({ started_key: last.started_key, id: last.id })
+          return [records, next] as const
+        })
+      )
+      const selected = pages.pipe(
+        Stream.mapEffect((records) => Effect.provide(selectRecords(request, records), context)),
+        Stream.flattenIterables,
+        Stream.drop(offset)
+      )
+      return limit === undefined ? selected : Stream.take(selected, limit)
+    })
+  )
 
 /** The fields the service answers whatever `columns` names. */
 const REQUIRED_COLUMNS = ["id", "project_id", "trace_id", "op_name", "started_at"]
@@ -340,8 +399,35 @@ export const callsDelete = ({ payload }: { readonly payload: CallsDeleteReq }) =
   })
 
 /**
- * `POST /calls/stream_query`: JSON lines of calls, streamed in chunks; `expand_columns` expanded (unless
- * `return_expanded_column_values` is false), then `columns` kept, then the storage sizes asked for added.
+ * The calls of a stream_query page as answered: feedback and costs added when asked for, `columns` kept, then
+ * the storage sizes asked for added.
+ */
+const answer = (payload: CallsQueryReq, columns: ReadonlyArray<string> | undefined, items: Iterable<Selected>) =>
+  Effect.gen(function* () {
+    const expanded = payload.return_expanded_column_values !== false
+    const calls = Array.from(items, (item) => (expanded ? item.view : item.call))
+    const decorated = yield* TraceFeedback.decorateCalls(payload.project_id, calls, {
+      feedback: payload.include_feedback === true,
+      costs: payload.include_costs === true
+    })
+    const answered = columns === undefined ? decorated : decorated.map((call) => keepColumns(call, columns))
+    const withSizes = payload.include_storage_size === true || payload.include_total_storage_size === true
+    const sizes = withSizes ? yield* storageSizes(payload.project_id, answered) : undefined
+    return sizes === undefined
+      ? answered
+      : answered.map(
+          (call): JsonObject => ({
+            ...call,
+            ...(payload.include_storage_size === true ? { storage_size_bytes: sizes.own(call) } : {}),
+            ...(payload.include_total_storage_size === true ? { total_storage_size_bytes: sizes.total(call) } : {})
+          })
+        )
+  })
+
+/**
+ * `POST /calls/stream_query`: JSON lines of calls; `expand_columns` expanded (unless
+ * `return_expanded_column_values` is false), then `columns` kept, then the storage sizes asked for added. In the
+ * default order the calls stream from the store a page at a time; another `sort_by` needs them all first.
  */
 export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq }) =>
   Effect.gen(function* () {
@@ -350,28 +436,22 @@ export const callsStreamQuery = ({ payload }: { readonly payload: CallsQueryReq 
       const reason = invalidField(column)
       if (reason !== undefined) return yield* Effect.fail(new InvalidField({ reason }))
     }
-    const expanded = payload.return_expanded_column_values !== false
-    const paged = page(yield* select(payload), payload.offset, payload.limit).map((item) =>
-      expanded ? item.view : item.call
+    if (!isDefaultOrder(payload.sort_by ?? [])) {
+      const selected = page(yield* select(payload), payload.offset, payload.limit)
+      return jsonLinesResponse(yield* answer(payload, columns, selected))
+    }
+    yield* checkSelect(payload)
+    const context = yield* Effect.context<
+      TraceCalls.TraceCalls | TraceObjects.TraceObjects | TraceFeedback.TraceFeedback
+    >()
+    const lines = selectPaged(payload, payload.offset ?? 0, payload.limit ?? undefined).pipe(
+      Stream.grouped(PAGE),
+      Stream.mapEffect((items) =>
+        Effect.map(answer(payload, columns, items), (rows) => rows.map((row) => `${JSON.stringify(row)}\n`).join(""))
+      ),
+      Stream.provideContext(context)
     )
-    const decorated = yield* TraceFeedback.decorateCalls(payload.project_id, paged, {
-      feedback: payload.include_feedback === true,
-      costs: payload.include_costs === true
-    })
-    const answered = columns === undefined ? decorated : decorated.map((call) => keepColumns(call, columns))
-    const withSizes = payload.include_storage_size === true || payload.include_total_storage_size === true
-    const sizes = withSizes ? yield* storageSizes(payload.project_id, answered) : undefined
-    const selected =
-      sizes === undefined
-        ? answered
-        : answered.map(
-            (call): JsonObject => ({
-              ...call,
-              ...(payload.include_storage_size === true ? { storage_size_bytes: sizes.own(call) } : {}),
-              ...(payload.include_total_storage_size === true ? { total_storage_size_bytes: sizes.total(call) } : {})
-            })
-          )
-    return jsonLinesResponse(selected)
+    return jsonLinesText(lines)
   })
 
 /**

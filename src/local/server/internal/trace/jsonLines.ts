@@ -33,3 +33,7 @@ export const jsonLinesStream = <E>(rows: Stream.Stream<unknown, E>) =>
     ),
     { contentType: jsonLinesContentType }
   )
+
+/** A JSON-lines response of a stream of text, each piece whole lines (`<json>\n`...). */
+export const jsonLinesText = <E>(text: Stream.Stream<string, E>) =>
+  HttpServerResponse.stream(Stream.encodeText(text), { contentType: jsonLinesContentType })
