@@ -3,6 +3,7 @@
  * `calls/stream_query`.
  *
  *   npx tsx bench/trace.ts [--calls=100000] [--batch=1000] [--concurrency=4] [--baseline=1]
+ *                          [--server-cpu-prof=<dir>]
  *
  * The server is the real `effect-rl serve` in a separate process (see `serverProcess.ts`) on a fresh data
  * directory. The calls look like the workflow's: trees of one rollout call and 9 chat-completion children,
@@ -20,6 +21,8 @@
  *   the store (`TraceCalls.batch`, the same batch sizes, no HTTP, no validation) and read back with
  *   `TraceCalls.query` + `JSON.stringify` per row. The ratios server/baseline are what the HTTP surface, the
  *   request decoding and the derived `summary.weave` cost on top of SQLite.
+ *
+ * `--server-cpu-prof=<dir>` starts the server with `--cpu-prof --cpu-prof-dir=<dir>` (written when it stops).
  */
 import { randomBytes } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -37,6 +40,7 @@ const BATCH = intFlag("batch", 1_000)
 const CONCURRENCY = Math.max(1, intFlag("concurrency", 4))
 const BASELINE = intFlag("baseline", 1) !== 0
 const PROJECT = "bench/trace"
+const CPU_PROF_DIR = process.argv.find((a) => a.startsWith("--server-cpu-prof="))?.slice("--server-cpu-prof=".length)
 const TREE = 10
 
 // ---------------------------------------------------------------------------------------------------------
@@ -303,7 +307,11 @@ const main = async () => {
   }
   process.once("SIGINT", () => void stop().then(() => process.exit(130)))
   try {
-    server = await startServer(dataDir, apiKey)
+    server = await startServer(
+      dataDir,
+      apiKey,
+      CPU_PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`]
+    )
     const idle = memory(server.pid, "VmRSS")
     const ingested = await phase(server.pid, () => ingest(server!.url, authorization, bodies))
     const queried = await phase(server.pid, () => streamAll(server!.url, authorization))
