@@ -1,3 +1,7 @@
+/**
+ * `effect-rl serve` as a user runs it: its URL printed, the API key generated once and stored (0600), taken
+ * from `--api-key` or `EFFECT_RL_API_KEY` otherwise and never printed, and a clean stop on SIGTERM or SIGINT.
+ */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -5,7 +9,6 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 
 const root = new URL("../../", import.meta.url).pathname
-const tsx = join(root, "node_modules/.bin/tsx")
 
 interface Running {
   readonly child: ChildProcess
@@ -13,11 +16,14 @@ interface Running {
   readonly stdout: () => string
 }
 
-/** Spawns `effect-rl serve` and waits for the line with its URL. */
+/**
+ * Spawns `effect-rl serve` and waits for the line with its URL. One process (`node --import tsx`), as the
+ * installed bin runs: the `tsx` binary would start a second Node process to relay signals to.
+ */
 const serve = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<Running>((resolve, reject) => {
     const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
-    const child = spawn(tsx, ["src/cli/main.ts", "serve", "--port", "0", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", ...args], {
       cwd: root,
       env: { ...inherited, ...env },
       stdio: ["ignore", "pipe", "pipe"]
