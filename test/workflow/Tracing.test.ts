@@ -16,7 +16,6 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
-import type { Message } from "../../src/api/ChatMessage.js"
 import type { JsonObject } from "../../src/api/Json.js"
 import type { Call } from "../../src/api/TraceCall.js"
 import * as TraceClient from "../../src/client/TraceClient.js"
@@ -24,25 +23,11 @@ import * as Example from "../../src/Example.js"
 import { LocalBackend } from "../../src/local/LocalBackend.js"
 import * as Gather from "../../src/workflow/Gather.js"
 import * as Policy from "../../src/workflow/Policy.js"
-import * as Reward from "../../src/workflow/Reward.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as Tracing from "../../src/workflow/Tracing.js"
 import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
 import { API_KEY } from "../support/clients.js"
-import { TINY, WorkflowBackend } from "./support.js"
-
-/** One turn: the model picks a letter; the reward is 1 for the scenario's letter. */
-const pick = (scenario: string) =>
-  Effect.gen(function* () {
-    const completion = yield* Rollout.chat({
-      messages: [{ role: "user", content: `pick ${scenario}` } as Message],
-      structured_outputs: { choice: ["a", "b", "c"] },
-      max_completion_tokens: 2
-    })
-    return completion.choices[0]!.message.content ?? ""
-  })
-
-const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
+import { pick, reward, TINY, WorkflowBackend } from "./support.js"
 
 /** Every call of a project, through the real client. */
 const callsOf = (project: string) =>

@@ -8,26 +8,11 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
-import type { Message } from "../../src/api/ChatMessage.js"
 import { TrainingClient } from "../../src/client/TrainingClient.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Reward from "../../src/workflow/Reward.js"
-import * as Rollout from "../../src/workflow/Rollout.js"
 import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
-import { TINY, WorkflowBackend } from "./support.js"
-
-/** One turn: the model picks a letter; the reward is 1 for the scenario's letter. */
-const pick = (scenario: string) =>
-  Effect.gen(function* () {
-    const completion = yield* Rollout.chat({
-      messages: [{ role: "user", content: `pick ${scenario}` } as Message],
-      structured_outputs: { choice: ["a", "b", "c"] },
-      max_completion_tokens: 2
-    })
-    return completion.choices[0]!.message.content ?? ""
-  })
-
-const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
+import { pick, reward, TINY, WorkflowBackend } from "./support.js"
 
 const SCENARIOS = ["a", "b", "c", "a", "b"]
 

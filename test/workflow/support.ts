@@ -1,9 +1,13 @@
 /**
  * The real embedded backend for the workflow tests, with both real clients pointed at it: the package's own
- * `Backend.local` (the layer users run), with the test key.
+ * `Backend.local` (the layer users run), with the test key; and a one-turn task the loop tests train on.
  */
+import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import type { Message } from "../../src/api/ChatMessage.js"
 import * as Backend from "../../src/Backend.js"
+import * as Reward from "../../src/workflow/Reward.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
 import { API_KEY } from "../support/clients.js"
 
 /** The real embedded backend and both real clients against it. */
@@ -11,3 +15,17 @@ export const WorkflowBackend = Backend.local({ apiKey: Redacted.make(API_KEY) })
 
 /** The base model the embedded backend serves. */
 export const TINY = "effect-rl/tiny"
+
+/** One turn: the model picks a letter (constrained to a, b or c). */
+export const pick = (scenario: string) =>
+  Effect.gen(function* () {
+    const completion = yield* Rollout.chat({
+      messages: [{ role: "user", content: `pick ${scenario}` } as Message],
+      structured_outputs: { choice: ["a", "b", "c"] },
+      max_completion_tokens: 2
+    })
+    return completion.choices[0]?.message.content ?? ""
+  })
+
+/** 1 for the scenario's letter, else 0. */
+export const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
