@@ -9,13 +9,10 @@
  * - Queries answer rows in table order with `original_index`; `filter.row_digests` keeps the rows with those
  *   digests; `sort_by` takes `val.<path>` (or `original_index`) fields; then `offset` and `limit`.
  */
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
 import * as Digest from "../../../../api/Digest.js"
 import type { JsonValue } from "../../../../api/Json.js"
-import { jsonLinesContentType } from "../../../../api/TraceApi.js"
 import type { SortBy } from "../../../../api/TraceCall.js"
 import { NotFound } from "../../../../api/TraceError.js"
 import {
@@ -26,6 +23,7 @@ import {
   type TableUpdateReq
 } from "../../../../api/TraceObject.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
+import { jsonLinesResponse } from "./jsonLines.js"
 import { checkProject, invalid, item, jsonOf, member, rawBody } from "./objects.js"
 
 const toRow = (value: Digest.Canonical): TraceObjects.RowRecord => ({
@@ -146,23 +144,11 @@ const select = (payload: TableQueryReq) =>
 export const tableQuery = ({ payload }: { readonly payload: TableQueryReq }) =>
   Effect.map(select(payload), (rows) => ({ rows }))
 
-const LINES_PER_CHUNK = 1000
-
 /** `POST /table/query_stream`: the rows as JSON lines. */
 export const tableQueryStream = ({ payload }: { readonly payload: TableQueryReq }) =>
-  Effect.map(select(payload), (rows) => {
-    if (rows.length === 0) return HttpServerResponse.text("", { contentType: jsonLinesContentType })
-    const chunks = Stream.range(0, Math.ceil(rows.length / LINES_PER_CHUNK) - 1).pipe(
-      Stream.map((i) =>
-        rows
-          .slice(i * LINES_PER_CHUNK, (i + 1) * LINES_PER_CHUNK)
-          .map((row) => `${JSON.stringify({ digest: row.digest, val: row.val, original_index: row.original_index })}\n`)
-          .join("")
-      ),
-      Stream.encodeText
-    )
-    return HttpServerResponse.stream(chunks, { contentType: jsonLinesContentType })
-  })
+  Effect.map(select(payload), (rows) =>
+    jsonLinesResponse(rows.map((row) => ({ digest: row.digest, val: row.val, original_index: row.original_index })))
+  )
 
 /** `POST /table/query_stats`: the number of rows. */
 export const tableQueryStats = ({ payload }: { readonly payload: TableQueryStatsReq }) =>
