@@ -207,7 +207,6 @@ export const completionsCreateStream =
         Stream.filter(
           (chunk) => wantsUsage || chunk.choices.length > 0 || chunk.usage === null || chunk.usage === undefined
         ),
-        Stream.map((chunk): unknown => chunk),
         Stream.onEnd(
           Effect.sync(() => {
             assembled.finished = true
