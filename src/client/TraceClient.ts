@@ -108,6 +108,7 @@ import { ApiError } from "./ApiError.js"
 import { resolveOptions } from "./internal/config.js"
 import { endpointCall } from "./internal/endpoint.js"
 import {
+  bodyBroke,
   type ClientOptions,
   decodeJson,
   invalidRequest,
@@ -415,19 +416,7 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
         Effect.flatMap(calls.fileContent.prepare({ payload: request, retry: true }), (call) =>
           send(transport, { ...call, headers: { accept: "application/octet-stream" } }, (response) =>
             Effect.map(
-              Effect.mapError(
-                response.arrayBuffer,
-                (error) =>
-                  new ApiError({
-                    reason: "Transport",
-                    method: call.method,
-                    path: call.path,
-                    status: response.status,
-                    description: `the body broke: ${error.message}`,
-                    requestId: requestIdOf(response.headers),
-                    retryable: false
-                  })
-              ),
+              Effect.mapError(response.arrayBuffer, bodyBroke(call, response, "body")),
               (buffer) => new Uint8Array(buffer)
             )
           )

@@ -12,7 +12,7 @@ import { ChatCompletionChunk, type ChatCompletionRequest } from "../../api/ChatC
 import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError, reasonOfStatus } from "../ApiError.js"
 import { endpointCall } from "./endpoint.js"
-import { decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
+import { bodyBroke, decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
 import * as Sse from "./sse.js"
 
 const completions = endpointCall(createChatCompletion)
@@ -49,18 +49,7 @@ export const stream = (
         )
       }
       return response.stream.pipe(
-        Stream.mapError(
-          (error) =>
-            new ApiError({
-              reason: "Transport",
-              method: call.method,
-              path: call.path,
-              status: response.status,
-              description: `the stream broke: ${error.message}`,
-              requestId,
-              retryable: false
-            })
-        ),
+        Stream.mapError(bodyBroke(call, response, "stream")),
         Stream.decodeText(),
         Sse.events,
         Stream.takeWhile((event) => event.data !== "[DONE]"),

@@ -351,6 +351,23 @@ export const send = <A>(
 }
 
 /** Read a 2xx body as text, mapping a broken connection to `Transport`. */
+/**
+ * The `Transport` error of a 2xx response whose body broke while it was read (`what`: "stream" or "body"): not
+ * retried, since part of it may already have been consumed.
+ */
+export const bodyBroke =
+  (call: Pick<Call, "method" | "path">, response: HttpClientResponse.HttpClientResponse, what: "stream" | "body") =>
+  (error: { readonly message: string }): ApiError =>
+    new ApiError({
+      reason: "Transport",
+      method: call.method,
+      path: call.path,
+      status: response.status,
+      description: `the ${what} broke: ${error.message}`,
+      requestId: requestIdOf(response.headers),
+      retryable: false
+    })
+
 export const readText = (
   call: Pick<Call, "method" | "path">,
   response: HttpClientResponse.HttpClientResponse

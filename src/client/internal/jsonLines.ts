@@ -14,7 +14,7 @@ import { ChatCompletionChunk } from "../../api/ChatCompletion.js"
 import { CompletionsStreamMeta } from "../../api/TraceMisc.js"
 import { ApiError } from "../ApiError.js"
 import type { CompletionsStreamEvent } from "../TraceClient.js"
-import { type Call, decodeError, requestIdOf } from "./http.js"
+import { bodyBroke, type Call, decodeError, requestIdOf } from "./http.js"
 
 /** One line of the body with its 1-based number (blank lines are counted, not emitted). */
 export interface Line {
@@ -71,23 +71,7 @@ export const responseLines = (
   call: Pick<Call, "method" | "path">,
   response: HttpClientResponse.HttpClientResponse
 ): Stream.Stream<Line, ApiError> => {
-  const requestId = requestIdOf(response.headers)
-  return lines(
-    response.stream.pipe(
-      Stream.mapError(
-        (error) =>
-          new ApiError({
-            reason: "Transport",
-            method: call.method,
-            path: call.path,
-            status: response.status,
-            description: `the stream broke: ${error.message}`,
-            requestId,
-            retryable: false
-          })
-      )
-    )
-  )
+  return lines(response.stream.pipe(Stream.mapError(bodyBroke(call, response, "stream"))))
 }
 
 /** Decode every line of a 2xx response with `schema`. */

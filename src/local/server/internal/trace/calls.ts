@@ -43,20 +43,15 @@ import {
   type Query,
   type SortBy
 } from "../../../../api/TraceCall.js"
-import { InvalidField, InvalidRequest, NotFound } from "../../../../api/TraceError.js"
+import { InvalidField, NotFound } from "../../../../api/TraceError.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import * as TraceFeedback from "../../../store/TraceFeedback.js"
 import type * as TraceObjects from "../../../store/TraceObjects.js"
 import { callsWire, storageSize } from "./callWire.js"
-import { instant, isCallId, isProjectId, newId } from "./ids.js"
+import { checkProject, instant, invalid, isCallId, newId } from "./ids.js"
 import { jsonLinesResponse, jsonLinesText } from "./jsonLines.js"
-import { fieldPaths, getField, invalidField, matches, setField, sortBy as sortByKeys } from "./query.js"
+import { fieldPaths, getField, invalidField, matches, page, setField, sortBy as sortByKeys } from "./query.js"
 import { resolveObjectRef } from "./refs.js"
-
-const invalid = (reason: string) => Effect.fail(new InvalidRequest({ reason }))
-
-const checkProject = (projectId: string) =>
-  isProjectId(projectId) ? Effect.void : invalid(`Invalid project_id: expected "entity/project"`)
 
 const checkId = (what: string, id: string | null | undefined) =>
   id === null || id === undefined || isCallId(id) ? Effect.void : invalid(`Invalid ${what}: ${id}`)
@@ -320,9 +315,6 @@ const storageSizes = (projectId: string, calls: ReadonlyArray<JsonObject>) =>
         call.parent_id === null && typeof call.trace_id === "string" ? (perTrace.get(call.trace_id) ?? null) : null
     }
   })
-
-const page = <A>(items: ReadonlyArray<A>, offset: number | null | undefined, limit: number | null | undefined) =>
-  items.slice(offset ?? 0, limit === null || limit === undefined ? undefined : (offset ?? 0) + limit)
 
 /** `POST /call/start` */
 export const callStart = ({ payload }: { readonly payload: CallStartReq }) =>

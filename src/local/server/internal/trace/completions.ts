@@ -32,9 +32,8 @@ import { completeEffect, completeStream } from "../../../engine/Sampler.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import { chunkStream, resolvePolicy } from "../inference.js"
 import type { PolicyCache } from "../policyCache.js"
-import { newId } from "./ids.js"
+import { checkProject, newId } from "./ids.js"
 import { jsonLinesStream } from "./jsonLines.js"
-import { checkProject } from "./objects.js"
 
 /** The op name of a traced completion. */
 export const COMPLETIONS_OP = "weave.completions_create"

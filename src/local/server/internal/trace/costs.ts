@@ -19,8 +19,7 @@ import type { CostCreateReq, CostPurgeReq, CostQueryReq } from "../../../../api/
 import { nowIso } from "../../../store/internal/sql.js"
 import * as TraceFeedback from "../../../store/TraceFeedback.js"
 import { checkFields, LOCAL_USER_ID, purgeIds, select } from "./feedback.js"
-import { instant, newId } from "./ids.js"
-import { checkProject, invalid } from "./objects.js"
+import { checkProject, instant, invalid, newId } from "./ids.js"
 
 /** The service's reason for a cost purge query that is not id-based. */
 export const INVALID_COST_PURGE = "Can only purge costs by specifying one or more cost ids"

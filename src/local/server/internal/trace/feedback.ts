@@ -42,9 +42,8 @@ import type {
 import { nowIso } from "../../../store/internal/sql.js"
 import * as TraceFeedback from "../../../store/TraceFeedback.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
-import { newId } from "./ids.js"
-import { checkProject, invalid } from "./objects.js"
-import { fieldPaths, getField, matches, sortCalls } from "./query.js"
+import { checkProject, invalid, newId } from "./ids.js"
+import { fieldPaths, getField, matches, page, sortCalls } from "./query.js"
 
 /** The service's limit on a stored payload: 1 MiB of `json.dumps` characters. */
 export const MAX_PAYLOAD_CHARS = 1024 * 1024
@@ -438,8 +437,7 @@ export const select = (
 ): ReadonlyArray<JsonObject> => {
   const filtered = query === null || query === undefined ? rows : rows.filter((row) => matches(row, query.$expr))
   const sorted = sortBy === null || sortBy === undefined || sortBy.length === 0 ? filtered : sortCalls(filtered, sortBy)
-  const start = offset ?? 0
-  return limit === null || limit === undefined ? sorted.slice(start) : sorted.slice(start, start + limit)
+  return page(sorted, offset, limit)
 }
 
 const wireRow = (record: TraceFeedback.FeedbackRecord): JsonObject => ({

@@ -12,7 +12,7 @@ import * as Digest from "../../../../api/Digest.js"
 import { NotFound } from "../../../../api/TraceError.js"
 import type { FileContentReadReq } from "../../../../api/TraceObject.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
-import { checkProject, invalid } from "./objects.js"
+import { checkProject, invalid } from "./ids.js"
 
 /** `POST /file/create` and `POST /files/create` */
 export const fileCreate = ({

@@ -1,10 +1,12 @@
 /**
  * Ids, project ids and timestamps of the trace surface: call and trace ids are UUIDs (UUIDv7 when this
  * server makes them) or OpenTelemetry hex ids (16 hex digits for a span, 32 for a trace); timestamps are ISO
- * 8601, answered in UTC with `Z` and the client's fraction kept (up to microseconds).
+ * 8601, answered in UTC with `Z` and the client's fraction kept (up to microseconds). A malformed one is a 400
+ * `{reason}` (`invalid`, `checkProject`), which every trace route answers the same way.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import { InvalidRequest } from "../../../../api/TraceError.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const OTEL_ID = /^(?:[0-9a-f]{16}|[0-9a-f]{32})$/i
@@ -14,6 +16,13 @@ export const isCallId = (id: string): boolean => UUID.test(id) || OTEL_ID.test(i
 
 /** Whether a project id has the `"entity/project"` form. */
 export const isProjectId = (projectId: string): boolean => /^[^/\s]+\/[^/\s]+$/.test(projectId)
+
+/** A 400 `{reason}` of the trace service. */
+export const invalid = (reason: string) => Effect.fail(new InvalidRequest({ reason }))
+
+/** 400 unless the project id has the `"entity/project"` form. */
+export const checkProject = (projectId: string) =>
+  isProjectId(projectId) ? Effect.void : invalid(`Invalid project_id: expected "entity/project"`)
 
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 

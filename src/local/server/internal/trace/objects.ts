@@ -20,7 +20,7 @@ import * as Option from "effect/Option"
 import * as Digest from "../../../../api/Digest.js"
 import type { JsonObject, JsonValue } from "../../../../api/Json.js"
 import type { SortBy } from "../../../../api/TraceCall.js"
-import { InvalidRequest, NotFound } from "../../../../api/TraceError.js"
+import { NotFound } from "../../../../api/TraceError.js"
 import {
   type DatasetDeleteParams,
   type DatasetDeletePath,
@@ -33,14 +33,8 @@ import {
 import { nowIso } from "../../../store/internal/sql.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
 import * as Responses from "../responses.js"
-import { isProjectId } from "./ids.js"
-
-/** A 400 `{reason}`. */
-export const invalid = (reason: string) => Effect.fail(new InvalidRequest({ reason }))
-
-/** 400 unless the project id has the `"entity/project"` form. */
-export const checkProject = (projectId: string) =>
-  isProjectId(projectId) ? Effect.void : invalid(`Invalid project_id: expected "entity/project"`)
+import { checkProject, invalid } from "./ids.js"
+import { page } from "./query.js"
 
 /** The request's body read as Python's `json.loads` reads it (the platform has already read and cached it). */
 export const rawBody: Effect.Effect<Digest.Canonical, never, HttpServerRequest.HttpServerRequest> = Effect.flatMap(
@@ -203,9 +197,7 @@ export const objsQuery = ({ payload }: { readonly payload: ObjQueryReq }) =>
           (filter.latest_only !== true || v.is_latest === 1)
       )
     const sorted = sortBy.length === 0 ? wire : [...wire].sort(compareBy(sortBy))
-    const offset = payload.offset ?? 0
-    const limit = payload.limit ?? undefined
-    return { objs: sorted.slice(offset, limit === undefined ? undefined : offset + limit) }
+    return { objs: page(sorted, payload.offset, payload.limit) }
   })
 
 const deleteVersions = (projectId: string, objectId: string, digests: ReadonlyArray<string> | undefined) =>

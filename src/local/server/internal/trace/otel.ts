@@ -36,13 +36,10 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { JsonObject, JsonValue } from "../../../../api/Json.js"
-import { InvalidRequest } from "../../../../api/TraceError.js"
 import type { OtelExportRes } from "../../../../api/TraceMisc.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
-import { isProjectId } from "./ids.js"
+import { invalid, isProjectId } from "./ids.js"
 import * as Otlp from "./otlp.js"
-
-const invalid = (reason: string) => Effect.fail(new InvalidRequest({ reason }))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Attributes, as the service expands and reads them

@@ -328,3 +328,13 @@ export const sortBy = <A>(
  */
 export const sortCalls = (calls: ReadonlyArray<JsonObject>, keys: ReadonlyArray<SortBy>): Array<JsonObject> =>
   sortBy(calls, (call) => call, keys)
+
+/** The page of `items` that `offset` and `limit` select (either may be absent or null, as requests send them). */
+export const page = <A>(
+  items: ReadonlyArray<A>,
+  offset: number | null | undefined,
+  limit: number | null | undefined
+): ReadonlyArray<A> => {
+  const start = offset ?? 0
+  return items.slice(start, limit === null || limit === undefined ? undefined : start + limit)
+}

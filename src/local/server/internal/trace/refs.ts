@@ -18,7 +18,8 @@ import type { RefsReadBatchReq } from "../../../../api/TraceObject.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
 import { callsWire } from "./callWire.js"
-import { invalid, jsonOf, readVersion } from "./objects.js"
+import { invalid } from "./ids.js"
+import { jsonOf, readVersion } from "./objects.js"
 
 /** A resolved value on the way through a ref's extras: a JSON value, or a table (its row digests). */
 type Value =

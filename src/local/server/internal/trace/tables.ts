@@ -23,8 +23,10 @@ import {
   type TableUpdateReq
 } from "../../../../api/TraceObject.js"
 import * as TraceObjects from "../../../store/TraceObjects.js"
+import { checkProject, invalid } from "./ids.js"
 import { jsonLinesResponse } from "./jsonLines.js"
-import { checkProject, invalid, item, jsonOf, member, rawBody } from "./objects.js"
+import { item, jsonOf, member, rawBody } from "./objects.js"
+import { page } from "./query.js"
 
 const toRow = (value: Digest.Canonical): TraceObjects.RowRecord => ({
   digest: Digest.ofValue(value),
@@ -135,9 +137,7 @@ const select = (payload: TableQueryReq) =>
     })
     const sortBy = payload.sort_by ?? []
     const sorted = sortBy.length === 0 ? rows : sortRows(rows, sortBy)
-    const offset = payload.offset ?? 0
-    const limit = payload.limit ?? undefined
-    return sorted.slice(offset, limit === undefined ? undefined : offset + limit)
+    return page(sorted, payload.offset, payload.limit)
   })
 
 /** `POST /table/query` */

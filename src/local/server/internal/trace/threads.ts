@@ -16,10 +16,9 @@ import type { JsonObject } from "../../../../api/Json.js"
 import type { SortBy } from "../../../../api/TraceCall.js"
 import type { ThreadsQueryReq } from "../../../../api/TraceMisc.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
-import { instant } from "./ids.js"
+import { checkProject, instant, invalid } from "./ids.js"
 import { jsonLinesResponse } from "./jsonLines.js"
-import { checkProject, invalid } from "./objects.js"
-import { sortCalls } from "./query.js"
+import { page, sortCalls } from "./query.js"
 
 const SORT_FIELDS = new Set([
   "thread_id",
@@ -120,11 +119,7 @@ export const selectThreads = (request: ThreadsQueryReq) =>
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([threadId, list]) => threadOf(threadId, list))
     const ordered = sortCalls(threads, sortBy.length === 0 ? DEFAULT_SORT : sortBy)
-    const offset = request.offset ?? 0
-    return ordered.slice(
-      offset,
-      request.limit === null || request.limit === undefined ? undefined : offset + request.limit
-    )
+    return page(ordered, request.offset, request.limit)
   })
 
 /** `POST /threads/stream_query` */
