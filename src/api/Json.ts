@@ -46,3 +46,17 @@ export const OtherKeys = Schema.Record({ key: Schema.String, value: JsonValue })
  * key cannot hold `undefined`; `Schema.optional` would claim `T | undefined` and then reject it.
  */
 export const optionalKey = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/**
+ * A metric value as a Python service may serialize one it could not compute: a number, `null` (pydantic's
+ * default for NaN and infinities), or the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (its `strings`
+ * mode). Decoded to a finite number or `null`.
+ */
+export const LooseMetric: Schema.Schema<number | null, number | null | "NaN" | "Infinity" | "-Infinity"> = Schema.Union(
+  Schema.NullOr(Schema.Finite),
+  Schema.transform(Schema.Literal("NaN", "Infinity", "-Infinity"), Schema.Null, {
+    strict: true,
+    decode: () => null,
+    encode: () => "NaN" as const
+  })
+).annotations({ identifier: "LooseMetric" })

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { LooseMetric } from "./Json.js"
 
 /** A model's id: a UUID. */
 export const ModelId = Schema.UUID.pipe(Schema.brand("effect-rl/ModelId"))
@@ -47,11 +48,32 @@ export class DeleteModelResult extends Schema.Class<DeleteModelResult>("effect-r
   deleted_run: Schema.Boolean
 }) {}
 
+/**
+ * A checkpoint's metrics: finite numbers by name. A value the service could not compute reaches the wire as
+ * `null` (or `"NaN"`, `"Infinity"`, `"-Infinity"`); such entries are left out when decoding.
+ */
+export const CheckpointMetrics: Schema.Schema<
+  { readonly [x: string]: number },
+  { readonly [x: string]: number | null | "NaN" | "Infinity" | "-Infinity" }
+> = Schema.transform(
+  Schema.Record({ key: Schema.String, value: LooseMetric }),
+  Schema.Record({ key: Schema.String, value: Schema.Finite }),
+  {
+    strict: true,
+    decode: (metrics) => {
+      const out: Record<string, number> = {}
+      for (const [key, value] of Object.entries(metrics)) if (value !== null) out[key] = value
+      return out
+    },
+    encode: (metrics) => metrics
+  }
+).annotations({ identifier: "CheckpointMetrics" })
+
 /** A checkpoint: the model's weights after training step `step`, with that step's metrics. */
 export class Checkpoint extends Schema.Class<Checkpoint>("effect-rl/Checkpoint")({
   id: CheckpointId,
   step: Schema.Int,
-  metrics: Schema.Record({ key: Schema.String, value: Schema.Finite })
+  metrics: CheckpointMetrics
 }) {}
 
 /** The body of checkpoint deletion: the steps to delete. */

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { JsonObject, OtherKeys, optionalKey } from "./Json.js"
+import { JsonObject, LooseMetric, OtherKeys, optionalKey } from "./Json.js"
 import { ModelId, PageLimit } from "./Model.js"
 import { TrajectoryGroup } from "./Trajectory.js"
 
@@ -144,7 +144,7 @@ export const TrainingStarted = event("training_started", Schema.Struct({ num_seq
 export type TrainingStarted = typeof TrainingStarted.Type
 
 /** A gradient-step metric: a number, or null when the service could not compute it. */
-const metric = optionalKey(Schema.NullOr(Schema.Finite))
+const metric = optionalKey(LooseMetric)
 
 /** One gradient step's metrics (flat numbers; `group_metric_*` and others kept). */
 export const GradientStep = event(
@@ -183,8 +183,53 @@ export const TrainingFailed = event(
 /** @see {@link TrainingFailed} */
 export type TrainingFailed = typeof TrainingFailed.Type
 
-/** A training job event, told apart by `type`. */
-export const TrainingJobEvent = Schema.Union(TrainingStarted, GradientStep, TrainingEnded, TrainingFailed).annotations({
+/** The event types this package knows (the published `TrainingJobEventType`). */
+export const KNOWN_EVENT_TYPES: ReadonlyArray<TrainingJobEventType> = TrainingJobEventType.literals
+
+const isKnownType = (type: string): boolean => (KNOWN_EVENT_TYPES as ReadonlyArray<string>).includes(type)
+
+/**
+ * An event of a type this package does not know (one a newer service added). On the wire it is
+ * `{id, type, data}` like any event; decoded, its `type` is `"unknown"` and the service's type is kept in
+ * `event_type` (encoding puts it back), so code that switches on `type` still narrows the known events and
+ * can pass this one by. Followers ignore it; it never ends a job.
+ */
+export const UnknownEvent = Schema.transform(
+  // `type` checked last, so that a malformed event's first issue is the field that is wrong.
+  Schema.Struct({
+    id: TrainingJobEventId,
+    data: Schema.Struct({}, OtherKeys),
+    type: Schema.String.pipe(
+      Schema.filter((type) => !isKnownType(type) || `${type} is a known event type: its data must fit its schema`)
+    )
+  }),
+  Schema.Struct({
+    id: Schema.typeSchema(TrainingJobEventId),
+    type: Schema.Literal("unknown"),
+    event_type: Schema.String.pipe(Schema.filter((type) => !isKnownType(type))),
+    data: Schema.Struct({}, OtherKeys)
+  }),
+  {
+    strict: true,
+    decode: ({ data, id, type }) => ({ id, type: "unknown" as const, event_type: type, data }),
+    encode: ({ data, event_type, id }) => ({ id, type: event_type, data })
+  }
+).annotations({ identifier: "TrainingJobEvent.unknown" })
+/** @see {@link UnknownEvent} */
+export type UnknownEvent = typeof UnknownEvent.Type
+
+/**
+ * A training job event, told apart by `type`: one of the four known events, or an {@link UnknownEvent}
+ * (the published schema's event type is an enum a newer service may extend; an event of another type is
+ * passed on rather than failing the page).
+ */
+export const TrainingJobEvent = Schema.Union(
+  TrainingStarted,
+  GradientStep,
+  TrainingEnded,
+  TrainingFailed,
+  UnknownEvent
+).annotations({
   identifier: "TrainingJobEvent"
 })
 /** @see {@link TrainingJobEvent} */

@@ -266,10 +266,20 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
   })
 
 /**
- * All items of a cursor-paged listing: each page is read with `after` set to the previous page's
- * `last_id`, until `has_more` is false (or a page comes back empty).
+ * The cursor after a page: its `last_id`, or, when the service left that at its published default `""`, the
+ * id of the page's last item; `undefined` for an empty page that names none.
  */
-const pages = <A>(
+const cursorAfter = (page: {
+  readonly data: ReadonlyArray<{ readonly id: string }>
+  readonly last_id: string
+}): string | undefined => (page.last_id !== "" ? page.last_id : page.data.at(-1)?.id)
+
+/**
+ * All items of a cursor-paged listing: each page is read with `after` set to the previous page's cursor
+ * (see {@link cursorAfter}), until `has_more` is false. A page that comes back empty ends the listing even
+ * with `has_more` (asking again with the same cursor would get the same page).
+ */
+const pages = <A extends { readonly id: string }>(
   page: (
     after: string | undefined
   ) => Effect.Effect<
@@ -279,16 +289,20 @@ const pages = <A>(
   after: string | undefined
 ): Stream.Stream<A, ApiError> =>
   Stream.paginateChunkEffect(after, (cursor) =>
-    Effect.map(page(cursor), (p) => [
-      Chunk.fromIterable(p.data),
-      p.has_more && p.data.length > 0 && p.last_id !== "" ? Option.some(p.last_id) : Option.none()
-    ])
+    Effect.map(page(cursor), (p) => {
+      const next = cursorAfter(p)
+      return [
+        Chunk.fromIterable(p.data),
+        p.has_more && p.data.length > 0 && next !== undefined ? Option.some(next) : Option.none()
+      ]
+    })
   )
 
 /**
- * Follow a job's events until a terminal one: back to back while `has_more`, then one poll per
- * `pollInterval` (less the time a long-poll request already waited). Events already seen are dropped, so a
- * page served twice does not repeat them.
+ * Follow a job's events until a terminal one: back to back while `has_more` brings new events, and one poll
+ * per `pollInterval` (less the time a long-poll request already waited) whenever a page brings nothing new,
+ * even one that says `has_more`. Events already seen are dropped, so a page served twice does not repeat
+ * them; events of an unknown type are passed on and never end the follow.
  */
 const follow = (
   page: (params: ListEventsParams) => Effect.Effect<Api.TrainingJobEventPage, ApiError>,
@@ -312,11 +326,11 @@ const follow = (
       const result = yield* page(params)
       const fresh = result.data.filter((event) => !seen.has(event.id))
       for (const event of fresh) seen.add(event.id)
-      if (result.last_id !== "") after = result.last_id
-      if (!result.has_more && !fresh.some(TrainingJob.isTerminal)) {
+      after = cursorAfter(result) ?? after
+      if (fresh.length === 0) {
         const elapsed = (yield* Clock.currentTimeMillis) - started
         const pause = Duration.toMillis(pollInterval) - elapsed
-        if (fresh.length === 0 && pause > 0) yield* Effect.sleep(Duration.millis(pause))
+        if (pause > 0) yield* Effect.sleep(Duration.millis(pause))
       }
       return Chunk.fromIterable(fresh)
     })

@@ -245,6 +245,8 @@ const logProgress = ({ event, jobId, of, step }: Progress): Effect.Effect<void> 
       return Effect.logInfo(`training job ${jobId} ended after ${step} gradient steps`)
     case "training_failed":
       return Effect.logInfo(`training job ${jobId} failed: ${event.data.error_message ?? "no message"}`)
+    case "unknown":
+      return Effect.logDebug(`training job ${jobId}: an event of type ${event.event_type}, passed by`)
   }
 }
 

@@ -85,11 +85,36 @@ describe("TrainingJobEvent", () => {
     ])
   })
 
-  it("rejects an unknown type, a missing type, a bad id and missing data", () => {
-    expect(issuePaths({ id, type: "training_paused", data: {} })).toStrictEqual([["type"]])
-    expect(issuePaths({ id, data: {} })).toStrictEqual([["type"]])
-    expect(issuePaths({ id: "event-1", type: "training_ended", data: {} })).toStrictEqual([["id"]])
-    expect(issuePaths({ id, type: "training_ended" })).toStrictEqual([["data"]])
+  it("an event of a type it does not know: passed on as unknown, with the service's type, and encoded back", () => {
+    const wire = { id, type: "training_paused", data: { reason: "preempted", at: 3 } }
+    const event = decode(wire)
+    assert(event.type === "unknown")
+    expect(event).toStrictEqual({ id, type: "unknown", event_type: "training_paused", data: wire.data })
+    expect(isTerminal(event)).toBe(false)
+    expect(Schema.encodeSync(TrainingJobEvent)(event)).toStrictEqual(wire)
+    // Its data must still be an object, and its id a UUID.
+    expect(issuePaths({ id, type: "training_paused", data: [] })).not.toStrictEqual([])
+    expect(issuePaths({ id: "x", type: "training_paused", data: {} })).not.toStrictEqual([])
+  })
+
+  it("gradient_step: non-finite metrics as a Python service writes them decode to null", () => {
+    const event = decode({
+      id,
+      type: "gradient_step",
+      data: { loss: "NaN", grad_norm: "Infinity", entropy: "-Infinity", kl_div: null, reward: 1 }
+    })
+    assert(event.type === "gradient_step")
+    expect(event.data).toStrictEqual({ loss: null, grad_norm: null, entropy: null, kl_div: null, reward: 1 })
+    expect(issuePaths({ id, type: "gradient_step", data: { loss: "nan" } })).toContainEqual(["data", "loss"])
+  })
+
+  it("rejects a missing type, a bad id and missing data", () => {
+    // Each fails the known variant and the unknown one alike: every issue is at the one bad field.
+    expect(new Set(issuePaths({ id, data: {} }).map(String))).toStrictEqual(new Set(["type"]))
+    expect(new Set(issuePaths({ id: "event-1", type: "training_ended", data: {} }).map(String))).toStrictEqual(
+      new Set(["id"])
+    )
+    expect(new Set(issuePaths({ id, type: "training_ended" }).map(String))).toStrictEqual(new Set(["data"]))
   })
 
   it("a page decodes each event to its variant", () => {

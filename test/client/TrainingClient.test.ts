@@ -269,4 +269,81 @@ describe("TrainingClient.followTrainingJobEvents", () => {
       expect(server.received.length).toBe(2)
     })
   )
+
+  it.scopedLive("a page that says has_more but brings nothing new is asked again only after a pause", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      // A service that ignores `after` and always says there is more, until the job ends.
+      const replies = [page([started], true), page([started], true), page([], true), page([started, ended], true)]
+      server.route("GET", "/v1/preview/training-jobs/:id/events", (_, n) => replies[Math.min(n, 3)]!)
+      const times: Array<number> = []
+      const startedAt = Date.now()
+      const events = yield* Stream.runCollect(
+        client
+          .followTrainingJobEvents(jobId, { pollInterval: "150 millis" })
+          .pipe(Stream.tap(() => Effect.sync(() => times.push(Date.now() - startedAt))))
+      )
+      expect(Chunk.toReadonlyArray(events).map((e) => e.type)).toEqual(["training_started", "training_ended"])
+      expect(server.received).toHaveLength(4)
+      // Two pages with nothing new, each followed by a pause: the end comes no sooner than two intervals.
+      expect(times[1]).toBeGreaterThanOrEqual(300)
+    })
+  )
+
+  it.scopedLive("an event of an unknown type is passed on and does not end the follow", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const other = { id: FakeService.ids.event(5), type: "training_paused", data: { reason: "preempted" } }
+      server.route("GET", "/v1/preview/training-jobs/:id/events", () => page([started, other, ended]))
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(client.followTrainingJobEvents(jobId)))
+      expect(events.map((e) => e.type)).toEqual(["training_started", "unknown", "training_ended"])
+      const passed = events[1]
+      expect(passed?.type === "unknown" && passed.event_type).toBe("training_paused")
+      expect(passed?.data).toEqual({ reason: "preempted" })
+    })
+  )
+
+  it.scoped("a known event whose data breaks its schema still fails, naming the field", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const bad = { id: FakeService.ids.event(1), type: "gradient_step", data: { loss: "high" } }
+      server.route("GET", "/v1/preview/training-jobs/:id/events", () => page([bad]))
+      const error = yield* Effect.flip(client.listTrainingJobEvents(jobId))
+      expect(error.reason).toBe("Decode")
+      expect(error.message).toContain("loss")
+    })
+  )
+})
+
+describe("TrainingClient.checkpoints against a service that leaves last_id empty", () => {
+  it.scoped("pages on from the last item's id", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const all = [0, 1, 2, 3, 4].map((step) => ({
+        id: FakeService.ids.checkpoint(step),
+        step,
+        metrics: step === 2 ? { reward: null, loss: "Infinity" } : { reward: step }
+      }))
+      server.route("GET", "/v1/preview/models/:id/checkpoints", (r) => {
+        const after = r.query.get("after")
+        const start = after === null ? 0 : all.findIndex((c) => c.id === after) + 1
+        const data = all.slice(start, start + 2)
+        return { json: { object: "list", data, has_more: start + 2 < all.length } }
+      })
+      const steps = Chunk.toReadonlyArray(yield* Stream.runCollect(client.checkpoints(modelId, { limit: 2 })))
+      expect(steps.map((c) => c.step)).toEqual([0, 1, 2, 3, 4])
+      // Metrics the service could not compute are left out.
+      expect(steps[2]?.metrics).toEqual({})
+      expect(steps[4]?.metrics).toEqual({ reward: 4 })
+      expect(server.received.map((r) => r.query.get("after"))).toEqual([
+        null,
+        FakeService.ids.checkpoint(1),
+        FakeService.ids.checkpoint(3)
+      ])
+    })
+  )
 })

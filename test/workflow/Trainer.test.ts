@@ -318,6 +318,56 @@ describe("Trainer following a scripted service", () => {
     }).pipe(TestServices.provideLive)
   )
 
+  it.scoped("what the published schema lets the service answer: an unknown event, null metrics, empty last_id", () =>
+    Effect.gen(function* () {
+      const { fake, context, policy } = yield* scripted()
+      const unknown = { id: UUID(2), type: "checkpoint_uploaded", data: { bytes: 123 } }
+      const loose = { id: UUID(3), type: "gradient_step", data: { loss: null, grad_norm: "NaN", entropy: 0.5 } }
+      // `last_id` left at its published default "": the cursor is the page's last item.
+      const bare = (data: ReadonlyArray<object>, has_more: boolean) => ({
+        json: { object: "list", data, has_more }
+      })
+      fake.route("GET", EVENTS, (request) => {
+        const after = request.query.get("after")
+        if (after === null) return bare([started(2), step(1, 0.5)], true)
+        if (after === UUID(1)) return bare([unknown, loose], true)
+        return bare([ended(4)], false)
+      })
+      fake.route("GET", "/v1/preview/models/:id/checkpoints", () => ({
+        json: bare([{ id: FakeService.ids.checkpoint(7), step: 7, metrics: { reward: null, loss: 0.5 } }], false).json
+      }))
+      const seen: Array<Trainer.Progress> = []
+      const result = yield* Trainer.train(policy, [group], {
+        ...fast,
+        onEvent: (p) => Effect.sync(() => seen.push(p))
+      }).pipe(Effect.provide(context))
+      // The unknown event is passed on as such; the null and "NaN" metrics are nulls, left out of the means.
+      expect(seen.map((p) => p.event.type)).toEqual([
+        "training_started",
+        "gradient_step",
+        "unknown",
+        "gradient_step",
+        "training_ended"
+      ])
+      expect(seen[2]?.event).toEqual({
+        id: UUID(2),
+        type: "unknown",
+        event_type: "checkpoint_uploaded",
+        data: { bytes: 123 }
+      })
+      expect(seen[3]?.event.data).toEqual({ loss: null, grad_norm: null, entropy: 0.5 })
+      expect(result).toEqual({
+        jobId: FakeService.ids.job,
+        step: 7,
+        metrics: { entropy: 0.5, grad_norm: 1, loss: 0.5 },
+        gradientSteps: 2
+      })
+      expect(yield* policy.step).toBe(7)
+      const cursors = fake.received.filter((r) => r.path.endsWith("/events")).map((r) => r.query.get("after"))
+      expect(cursors).toEqual([null, UUID(1), UUID(3)])
+    }).pipe(TestServices.provideLive)
+  )
+
   it.scoped("a 503 mid-way is retried by the client; an outage longer than its retries is resumed", () =>
     Effect.gen(function* () {
       const { fake, context, policy } = yield* scripted({ maxRetries: 0 })
