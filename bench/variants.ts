@@ -12,7 +12,7 @@ import { Message, Tool } from "../src/api/ChatMessage.js"
 import { withFastPath } from "../src/api/internal/fastPath.js"
 import { ModelId } from "../src/api/Model.js"
 import { ExperimentalConfig } from "../src/api/TrainingJob.js"
-import { type MessageOrChoice, Metadata, Metrics, RolloutException } from "../src/api/Trajectory.js"
+import { entryIssue, type MessageOrChoice, Metadata, Metrics, RolloutException } from "../src/api/Trajectory.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // hand-written guards: the same checks as the structs, without allocating
@@ -116,20 +116,22 @@ export const makeCreateTrainingJob = (options: VariantOptions) => {
             )
           )
         }).annotations({ identifier: "Choice" })
-  const entry: Schema.Schema<MessageOrChoice> =
+  const union: Schema.Schema<MessageOrChoice> =
     options.union === "guarded"
       ? guardedUnion(choice)
       : options.union === "message-first"
         ? Schema.Union(Message, choice).annotations({ identifier: "MessageOrChoice" })
         : Schema.Union(choice, Message).annotations({ identifier: "MessageOrChoice" })
+  // The training service's checks, as `MessageOrChoice` makes them after its union.
+  const entry = union.pipe(Schema.filter(entryIssue))
   const entries = Schema.Array(entry)
   const History = Schema.Struct({
     messages_and_choices: entries,
     tools: Schema.optional(Schema.NullOr(Schema.Array(Tool)))
   }).annotations({ identifier: "History" })
   const Trajectory = Schema.Struct({
-    messages_and_choices: entries,
-    reward: Schema.Finite,
+    messages_and_choices: Schema.optionalWith(entries, { default: () => [] }),
+    reward: Schema.optionalWith(Schema.Finite, { default: () => 0 }),
     tools: Schema.optional(Schema.NullOr(Schema.Array(Tool))),
     additional_histories: Schema.optional(Schema.Array(History)),
     initial_policy_version: Schema.optional(Schema.NullOr(Schema.Int)),

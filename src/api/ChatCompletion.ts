@@ -86,7 +86,7 @@ export const ResponseMessage = Schema.Struct({
   annotations: Schema.optional(Schema.NullOr(Schema.Union(Annotation, Schema.Array(Annotation)))),
   audio: Schema.optional(Schema.NullOr(MessageAudio)),
   function_call: Schema.optional(Schema.NullOr(FunctionCall)),
-  tool_calls: Schema.optional(Schema.Array(ResponseToolCall)),
+  tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ResponseToolCall))),
   reasoning: Schema.optional(Schema.NullOr(Schema.String)),
   reasoning_content: Schema.optional(Schema.NullOr(Schema.String))
 }).annotations({ identifier: "ResponseMessage" })

@@ -4,13 +4,111 @@
  *
  * @since 0.1.0
  */
+import * as Arbitrary from "effect/Arbitrary"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { Choice } from "./ChatCompletion.js"
-import { Message, Tool } from "./ChatMessage.js"
+import { Choice, ResponseMessage } from "./ChatCompletion.js"
+import {
+  AssistantMessage,
+  DeveloperMessage,
+  FunctionMessage,
+  FunctionToolCall,
+  Message,
+  SystemMessage,
+  Tool,
+  ToolMessage,
+  UserMessage
+} from "./ChatMessage.js"
+import { FieldIssuesAnnotationId } from "./internal/annotations.js"
 import { OtherKeys, optionalKey } from "./Json.js"
 
-/** An entry of `messages_and_choices`: a plain message (context) or a choice (sampled, trainable). */
-export const MessageOrChoice = Schema.Union(Choice, Message).annotations({ identifier: "MessageOrChoice" })
+/** The `finish_reason`s the training service takes on a trajectory's choice. */
+export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "function_call")
+/** @see {@link FinishReason} */
+export type FinishReason = typeof FinishReason.Type
+
+/**
+ * A choice as the training service takes it in a trajectory: a chat completion's choice (every optional
+ * field of it and of its message may be `null`, as openai-python writes unset fields) whose message is the
+ * assistant's, whose function tool calls carry their `id`, and whose `finish_reason` is one of
+ * {@link FinishReason}. (The service also takes custom tool calls there; chat completions here return none.)
+ * Its type is the narrower one; {@link MessageOrChoice} checks entries against it.
+ */
+export const TrajectoryChoice = Schema.Struct({
+  ...Choice.fields,
+  message: Schema.Struct({
+    ...ResponseMessage.fields,
+    role: Schema.Literal("assistant"),
+    tool_calls: Schema.optional(Schema.NullOr(Schema.Array(FunctionToolCall)))
+  }),
+  finish_reason: FinishReason
+}).annotations({ identifier: "TrajectoryChoice" })
+/** @see {@link TrajectoryChoice} */
+export type TrajectoryChoice = typeof TrajectoryChoice.Type
+
+/**
+ * A context message as the training service takes it in a trajectory: developer, system, user, assistant,
+ * tool and function messages. Custom-role and generic (`author`) messages, which chat completions accept,
+ * are not among them.
+ */
+export const TrajectoryMessage = Schema.Union(
+  DeveloperMessage,
+  SystemMessage,
+  UserMessage,
+  AssistantMessage,
+  ToolMessage,
+  FunctionMessage
+).annotations({ identifier: "TrajectoryMessage" })
+/** @see {@link TrajectoryMessage} */
+export type TrajectoryMessage = typeof TrajectoryMessage.Type
+
+const strictEntry = Schema.Union(TrajectoryChoice, TrajectoryMessage)
+
+const ROLES = ["developer", "system", "user", "assistant", "tool", "function"] as const
+type Role = (typeof ROLES)[number]
+const strictMessage: Record<Role, Schema.Schema.AnyNoContext> = {
+  developer: DeveloperMessage,
+  system: SystemMessage,
+  user: UserMessage,
+  assistant: AssistantMessage,
+  tool: ToolMessage,
+  function: FunctionMessage
+}
+
+const finishReasonOf = ParseResult.validateEither(Schema.Struct({ finish_reason: FinishReason }))
+const roleOf = ParseResult.validateEither(Schema.Struct({ role: Schema.Literal(...ROLES) }))
+
+const issueOf = <A>(result: Either.Either<A, ParseResult.ParseIssue>): ParseResult.ParseIssue | undefined =>
+  Either.isLeft(result) ? result.left : undefined
+
+/**
+ * What the training service would refuse of a chat-completions message or choice as an entry of
+ * `messages_and_choices`, as a parse issue at the field (a `finish_reason` or role it does not take, a message
+ * that does not fit its role's schema), or `undefined` when it takes the entry.
+ */
+export const entryIssue = (entry: Choice | Message): ParseResult.ParseIssue | undefined => {
+  if ("message" in entry && "index" in entry) {
+    return issueOf(finishReasonOf(entry)) ?? issueOf(ParseResult.validateEither(TrajectoryChoice)(entry))
+  }
+  const role = issueOf(roleOf(entry))
+  if (role !== undefined) return role
+  return issueOf(ParseResult.validateEither(strictMessage[(entry as { readonly role: Role }).role])(entry))
+}
+
+/**
+ * An entry of `messages_and_choices`: a plain message (context) or a choice (sampled, trainable). Typed as
+ * any chat-completions message or choice, so a completion's choice goes in as it came; decoding and encoding
+ * check it as the training service does ({@link TrajectoryChoice}, {@link TrajectoryMessage}), so a role or a
+ * `finish_reason` it would refuse fails here, naming the field.
+ */
+export const MessageOrChoice = Schema.Union(Choice, Message)
+  .pipe(Schema.filter(entryIssue, { [FieldIssuesAnnotationId]: true }))
+  // Values drawn for property tests come from the strict schemas (the chat-completions ones would nearly all fail).
+  .annotations({
+    identifier: "MessageOrChoice",
+    arbitrary: (): Arbitrary.LazyArbitrary<Choice | Message> => Arbitrary.makeLazy(strictEntry)
+  })
 /** @see {@link MessageOrChoice} */
 export type MessageOrChoice = typeof MessageOrChoice.Type
 
@@ -43,10 +141,13 @@ export const History = Schema.Struct({
 /** @see {@link History} */
 export type History = typeof History.Type
 
-/** One rollout: its conversation, reward, and what it recorded. */
+/**
+ * One rollout: its conversation, reward, and what it recorded. As in the published schema, a body may leave
+ * out `messages_and_choices` (empty) and `reward` (0.0: a client that drops defaults omits a zero reward).
+ */
 export const Trajectory = Schema.Struct({
-  messages_and_choices: Schema.Array(MessageOrChoice),
-  reward: Schema.Finite,
+  messages_and_choices: Schema.optionalWith(Schema.Array(MessageOrChoice), { default: () => [] }),
+  reward: Schema.optionalWith(Schema.Finite, { default: () => 0 }),
   tools: Schema.optional(Schema.NullOr(Schema.Array(Tool))),
   additional_histories: Schema.optional(Schema.Array(History)),
   initial_policy_version: Schema.optional(Schema.NullOr(Schema.Int)),

@@ -30,10 +30,18 @@ import type { ChatCompletion, Choice } from "../api/ChatCompletion.js"
 import type { AssistantMessage, Message, Tool } from "../api/ChatMessage.js"
 import type { History, Metadata, Trajectory } from "../api/Trajectory.js"
 import { ApiError } from "../client/ApiError.js"
-import { Recorder } from "./internal/recorder.js"
+import { InvalidTurn, Recorder } from "./internal/recorder.js"
 import { choiceJson, messagesOf, rolloutOpened, toJson, toJsonObject } from "./internal/tracing.js"
 import type { Policy, Request } from "./Policy.js"
 import * as Tracing from "./Tracing.js"
+
+export {
+  /**
+   * A turn the training service would refuse in a trajectory (a role or `finish_reason` it does not take),
+   * caught when the rollout records it.
+   */
+  InvalidTurn
+}
 
 /** The running rollout: its policy and its record. Provided by {@link run}. */
 export class Current extends Context.Tag("effect-rl/Rollout/Current")<
@@ -87,18 +95,26 @@ const chatCall = (policy: Policy, request: Request) => (): Tracing.CallOptions<C
  * Creates a chat completion with the rollout's policy and records it: the request's messages not yet in the
  * trajectory as context, then the first choice. `logprobs` and `return_token_ids` are always requested (the
  * trainer needs them). When traced, the completion is a call under the rollout's.
+ *
+ * What the training service would refuse in a trajectory fails here with an {@link InvalidTurn}, not with a
+ * 422 when the step's job is created: a message of a role it does not take is refused before the request is
+ * sent; a choice whose `finish_reason` it does not take, when the completion comes.
  */
-export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError, Current> =>
+export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError | InvalidTurn, Current> =>
   Effect.flatMap(Current, ({ policy, recorder }) =>
-    policy.complete({ ...request, logprobs: true, return_token_ids: true }).pipe(
-      Effect.filterOrFail(
-        (completion) => completion.choices.length > 0,
-        (completion) => noChoice(completion)
-      ),
-      Effect.tap((completion) =>
-        Effect.sync(() => recorder.record(recorder.historyFor(request.messages), completion, request.tools))
-      ),
-      (completion) => Tracing.call(chatCall(policy, request), completion)
+    Effect.flatMap(recorder.check(request.messages), (checked) =>
+      policy.complete({ ...request, logprobs: true, return_token_ids: true }).pipe(
+        Effect.filterOrFail(
+          (completion) => completion.choices.length > 0,
+          (completion) => noChoice(completion)
+        ),
+        Effect.tap((completion) =>
+          Effect.map(Recorder.choiceOf(completion), (choice) =>
+            recorder.record(checked, choice, completion, request.tools)
+          )
+        ),
+        (completion) => Tracing.call(chatCall(policy, request), completion)
+      )
     )
   )
 
@@ -121,8 +137,8 @@ export const log = (line: string): Effect.Effect<void, never, Current> =>
   })
 
 /** Appends messages to the main conversation without a completion (e.g. the environment's last word). */
-export const append = (...messages: ReadonlyArray<Message>): Effect.Effect<void, never, Current> =>
-  Effect.map(Current, ({ recorder }) => recorder.append(messages))
+export const append = (...messages: ReadonlyArray<Message>): Effect.Effect<void, InvalidTurn, Current> =>
+  Effect.flatMap(Current, ({ recorder }) => recorder.append(messages))
 
 /** A conversation kept for the agent: add messages, ask the model for the next assistant turn. */
 export interface Conversation {
@@ -136,7 +152,7 @@ export interface Conversation {
    * Asks the model for the next assistant turn (recorded in the trajectory), adds it to the conversation
    * and returns the choice; `overrides` are merged into this request.
    */
-  readonly reply: (overrides?: Partial<Request>) => Effect.Effect<Choice, ApiError, Current>
+  readonly reply: (overrides?: Partial<Request>) => Effect.Effect<Choice, ApiError | InvalidTurn, Current>
 }
 
 /** Options of {@link conversation}. */
@@ -153,7 +169,7 @@ export interface ConversationOptions {
 export const assistantMessage = (choice: Choice): AssistantMessage => ({
   role: "assistant",
   content: choice.message.content ?? null,
-  ...(choice.message.tool_calls !== undefined && choice.message.tool_calls.length > 0
+  ...(choice.message.tool_calls != null && choice.message.tool_calls.length > 0
     ? {
         tool_calls: choice.message.tool_calls.map((call, i) => ({
           id: call.id ?? `call_${i}`,

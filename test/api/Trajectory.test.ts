@@ -1,9 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import {
   AssistantMessage,
-  CustomMessage,
-  GenericMessage,
+  DeveloperMessage,
+  FunctionMessage,
   SystemMessage,
   ToolMessage,
   UserMessage
@@ -42,8 +44,8 @@ const trajectory = {
     firstChoice,
     { role: "tool", content: "4", tool_call_id: "call_1" },
     { role: "assistant", content: "Let me think" },
-    { role: "grader", content: "be brief" },
-    { author: { role: "assistant" }, content: [{ type: "text", text: "thinking" }], channel: "analysis" },
+    { role: "developer", content: "be brief" },
+    { role: "function", content: "4", name: "add" },
     secondChoice
   ],
   reward: 1,
@@ -66,8 +68,8 @@ describe("Trajectory", () => {
       null,
       Schema.is(ToolMessage),
       Schema.is(AssistantMessage),
-      Schema.is(CustomMessage),
-      Schema.is(GenericMessage)
+      Schema.is(DeveloperMessage),
+      Schema.is(FunctionMessage)
     ]
     kinds.forEach((is, index) => {
       if (is !== null) expect(is(entries[index]), `entry ${index}`).toBe(true)
@@ -95,9 +97,58 @@ describe("Trajectory", () => {
     expect(JSON.parse(JSON.stringify(Schema.encodeSync(LogRequest)(decoded)))).toStrictEqual(request)
   })
 
-  it("needs messages_and_choices and a finite reward", () => {
-    expect(() => Schema.decodeUnknownSync(Trajectory)({ reward: 1 })).toThrow(/messages_and_choices/)
-    expect(() => Schema.decodeUnknownSync(Trajectory)({ messages_and_choices: [] })).toThrow(/reward/)
+  it("takes the published defaults: no messages_and_choices is [], no reward is 0.0; a given reward is finite", () => {
+    expect(Schema.decodeUnknownSync(Trajectory)({ reward: 1 })).toStrictEqual({ messages_and_choices: [], reward: 1 })
+    expect(Schema.decodeUnknownSync(Trajectory)({})).toStrictEqual({ messages_and_choices: [], reward: 0 })
     expect(() => Schema.decodeUnknownSync(Trajectory)({ messages_and_choices: [], reward: null })).toThrow(/reward/)
+    // Encoding writes the defaults out.
+    expect(Schema.encodeSync(Trajectory)({ messages_and_choices: [], reward: 0 })).toStrictEqual({
+      messages_and_choices: [],
+      reward: 0
+    })
+  })
+
+  it("takes a choice as openai-python dumps it, every unset optional field null", () => {
+    const dumped = {
+      finish_reason: "stop",
+      index: 0,
+      logprobs: { content: [{ token: "4", bytes: [52], logprob: -0.1, top_logprobs: [] }], refusal: null },
+      message: {
+        content: "4",
+        refusal: null,
+        role: "assistant",
+        annotations: null,
+        audio: null,
+        function_call: null,
+        tool_calls: null,
+        reasoning_content: null
+      },
+      stop_reason: null,
+      token_ids: null
+    }
+    const entry = Schema.decodeUnknownSync(MessageOrChoice)(dumped)
+    expect(isChoice(entry)).toBe(true)
+    expect(entry).toStrictEqual(dumped)
+  })
+
+  it("refuses what the training service refuses: a finish_reason, a role or a message shape it does not take", () => {
+    const issue = (entry: unknown) =>
+      Either.match(Schema.decodeUnknownEither(MessageOrChoice)(entry), {
+        // The paths at fault, each once (a literal union reports one issue per literal).
+        onLeft: (error) => [...new Set(ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => i.path.join(".")))],
+        onRight: () => []
+      })
+    const choice = { index: 0, message: { role: "assistant", content: "x" }, finish_reason: "stop" }
+    expect(issue(choice)).toStrictEqual([])
+    expect(issue({ ...choice, finish_reason: "abort" })).toStrictEqual(["finish_reason"])
+    expect(issue({ ...choice, finish_reason: null })).toStrictEqual(["finish_reason"])
+    expect(issue({ ...choice, message: { role: "tool", content: "x" } })).toStrictEqual(["message.role"])
+    expect(issue({ role: "grader", content: "x" })).toStrictEqual(["role"])
+    expect(issue({ author: { role: "assistant" }, content: [] })).toStrictEqual(["role"])
+    expect(issue({ role: "assistant", content: "x", tool_calls: null })).toStrictEqual(["tool_calls"])
+    // Encoding checks the same (a client refuses to send it).
+    expect(() =>
+      Schema.encodeSync(MessageOrChoice)({ role: "grader", content: "x" } as unknown as MessageOrChoice)
+    ).toThrow(/role/)
   })
 })

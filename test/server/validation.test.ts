@@ -361,20 +361,29 @@ const rows: ReadonlyArray<Row> = [
     body: { split: "train", trajectory_groups: [{}] },
     detail: [missing("trajectory_groups", 0, "trajectories")]
   },
-  {
-    rule: "log: a trajectory has messages_and_choices",
-    method: "POST",
-    path: LOG,
-    body: { split: "train", trajectory_groups: [{ trajectories: [{ reward: 1 }] }] },
-    detail: [missing(...T, "messages_and_choices")]
-  },
-  {
-    rule: "log: a trajectory has a reward",
-    method: "POST",
-    path: LOG,
-    body: { split: "train", trajectory_groups: [{ trajectories: [{ messages_and_choices: hi }] }] },
-    detail: [missing(...T, "reward")]
-  },
+  log(
+    "log: a choice's finish_reason is one the training service takes",
+    {
+      messages_and_choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: "abort" }]
+    },
+    literal(
+      "'stop', 'length', 'tool_calls', 'content_filter' or 'function_call'",
+      ...T,
+      "messages_and_choices",
+      0,
+      "finish_reason"
+    )
+  ),
+  log(
+    "log: a message's role is one the training service takes in a trajectory",
+    { messages_and_choices: [{ role: "grader", content: "x" }] },
+    literal("'developer', 'system', 'user', 'assistant', 'tool' or 'function'", ...T, "messages_and_choices", 0, "role")
+  ),
+  log(
+    "log: an assistant message sent as context has no null tool_calls (the service's message param)",
+    { messages_and_choices: [{ role: "assistant", content: "x", tool_calls: null }] },
+    notList(...T, "messages_and_choices", 0, "tool_calls")
+  ),
   log(
     "log: reward is a number, not null",
     { reward: null },

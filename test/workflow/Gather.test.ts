@@ -173,7 +173,7 @@ describe("Gather", () => {
     // Scenario s, rollout i fails with a typed error when (s, i) is listed.
     const failing =
       (fails: ReadonlyArray<readonly [number, number]>) =>
-      (scenario: number, i: number): Effect.Effect<string, Boom | ApiError, Rollout.Current> =>
+      (scenario: number, i: number): Effect.Effect<string, Boom | ApiError | Rollout.InvalidTurn, Rollout.Current> =>
         fails.some(([s, k]) => s === scenario && k === i)
           ? Effect.zipRight(ask(scenario, i), Effect.fail(new Boom({ message: `no ${scenario}:${i}` })))
           : ask(scenario, i)
@@ -326,7 +326,7 @@ describe("Gather", () => {
             policy: echo(),
             scenarios: [0, 1, 2],
             rolloutsPerGroup: 2,
-            rollout: (scenario, i): Effect.Effect<string, ApiError | Boom, Rollout.Current> =>
+            rollout: (scenario, i): Effect.Effect<string, ApiError | Rollout.InvalidTurn | Boom, Rollout.Current> =>
               scenario === 0 && i === 0
                 ? Effect.zipRight(Effect.sleep("1 second"), Effect.fail(new Boom({ message: "first" })))
                 : Effect.zipRight(Effect.sleep("1 minute"), ask(scenario, i)).pipe(

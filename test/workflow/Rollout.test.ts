@@ -168,6 +168,53 @@ describe("Rollout", () => {
     })
   )
 
+  it.effect("a message a trajectory cannot take fails the turn before the request is sent, naming it", () =>
+    Effect.gen(function* () {
+      const { policy, sent } = yield* scripted
+      const error = yield* Effect.flip(
+        Rollout.run(
+          policy,
+          Effect.gen(function* () {
+            yield* Rollout.chat({ messages: [user("hi")] })
+            // A custom role: chat completions take it, trajectories on the training service do not.
+            return yield* Rollout.chat({ messages: [user("hi"), { role: "grader", content: "be brief" } as Message] })
+          })
+        )
+      )
+      expect(error).toBeInstanceOf(Rollout.InvalidTurn)
+      expect(error).toMatchObject({ _tag: "InvalidTurn", reason: "Message", index: 1 })
+      expect(error.message).toContain(`role "grader"`)
+      // Only the first request went out.
+      expect(yield* Ref.get(sent)).toHaveLength(1)
+      const appended = yield* Effect.flip(
+        Rollout.run(policy, Rollout.append({ author: { role: "tool" }, content: [] } as unknown as Message))
+      )
+      expect(appended).toMatchObject({ _tag: "InvalidTurn", reason: "Message", index: 0 })
+      expect(appended.message).toContain("generic")
+    })
+  )
+
+  it.effect("a choice whose finish_reason the training service refuses fails the turn when it comes", () =>
+    Effect.gen(function* () {
+      const policy = Policy.make({
+        name: "aborting",
+        complete: () =>
+          Effect.succeed({
+            id: "chatcmpl-x",
+            object: "chat.completion",
+            created: 0,
+            model: "aborting",
+            choices: [{ index: 0, message: { role: "assistant", content: "par" }, finish_reason: "abort" }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+          } as ChatCompletion)
+      })
+      const error = yield* Effect.flip(Rollout.run(policy, Rollout.chat({ messages: [user("hi")] })))
+      expect(error).toMatchObject({ _tag: "InvalidTurn", reason: "Choice" })
+      expect(error.message).toContain(`finish_reason "abort"`)
+      expect(error.message).toContain("stop, length, tool_calls, content_filter, function_call")
+    })
+  )
+
   it.effect("a failing agent fails the rollout with its own error", () =>
     Effect.gen(function* () {
       const { policy } = yield* scripted

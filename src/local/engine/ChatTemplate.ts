@@ -36,6 +36,7 @@ import { Template } from "@huggingface/jinja"
 import type { Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import type { JsonObject } from "../../api/Json.js"
+import type { TrajectoryChoice } from "../../api/Trajectory.js"
 import { badRequest, type EngineError } from "./EngineError.js"
 import type { TrainingSequence } from "./LanguageModel.js"
 import {
@@ -333,13 +334,14 @@ export const renderPrompt = (messages: ReadonlyArray<Message>, options: RenderOp
 }
 
 /** An entry of a trajectory: a context message, or a choice (a sampled, trainable assistant turn). */
-export type MessageOrChoice = Message | Choice
+export type MessageOrChoice = Message | Choice | TrajectoryChoice
 
-const isChoiceEntry = (entry: MessageOrChoice): entry is Choice => "message" in entry && "index" in entry
+const isChoiceEntry = (entry: MessageOrChoice): entry is Choice | TrajectoryChoice =>
+  "message" in entry && "index" in entry
 
 /** The ids and recorded logprobs of a choice's sampled tokens (logprobs NaN where unknown). */
 const sampledOf = (
-  choice: Choice,
+  choice: Choice | TrajectoryChoice,
   at: number
 ): { ids: Array<number>; logprobs: Array<number>; readonly written?: true } => {
   const content = choice.logprobs?.content ?? null

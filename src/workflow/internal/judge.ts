@@ -67,10 +67,6 @@ export const render = (entry: MessageOrChoice): string => {
     const text = message.content ?? message.refusal ?? ""
     return `assistant: ${text}${toolCalls(message.tool_calls)}`
   }
-  if ("author" in entry) {
-    const parts = (entry.content ?? []).map((part) => contentText([part])).join("")
-    return `${entry.author.role}: ${parts}`
-  }
   const message = entry as {
     readonly role: string
     readonly content?: unknown

@@ -7,11 +7,54 @@
  * tool calls). The longest such history wins; with none, the request starts the main history if that is
  * still empty, else a new additional history.
  */
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type { ChatCompletion, Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import { contentText } from "../../api/ChatMessage.js"
 import type { MessageOrChoice, Metadata } from "../../api/Trajectory.js"
-import { isChoice } from "../../api/Trajectory.js"
+import { FinishReason, isChoice, TrajectoryChoice, TrajectoryMessage } from "../../api/Trajectory.js"
+
+/**
+ * A turn the training service would refuse in a trajectory, caught when the rollout records it rather than
+ * as a 422 when the step's training job is created, after all of its rollouts were paid for: a sampled
+ * choice whose `finish_reason` (or message) it does not take, or a context message of a role it does not
+ * take (a custom role, a generic `author` message).
+ */
+export class InvalidTurn extends Data.TaggedError("InvalidTurn")<{
+  /** What was refused: the sampled choice, or a context message. */
+  readonly reason: "Choice" | "Message"
+  /** The message's index in the request (for `Message`). */
+  readonly index?: number | undefined
+  /** What was wrong, in words. */
+  readonly description: string
+}> {
+  override get message(): string {
+    return this.description
+  }
+}
+
+const checkMessage = ParseResult.validateEither(TrajectoryMessage)
+const checkChoice = ParseResult.validateEither(TrajectoryChoice)
+const roles = new Set(["developer", "system", "user", "assistant", "tool", "function"])
+
+const messageProblem = (message: Message, issue: ParseResult.ParseIssue): string => {
+  const role = "role" in message ? message.role : undefined
+  if (typeof role !== "string") {
+    return "a generic (author) message, which trajectories do not take; send it with a role (system, user, assistant, tool)"
+  }
+  if (!roles.has(role)) {
+    return `role ${JSON.stringify(role)}, which trajectories do not take (only developer, system, user, assistant, tool and function)`
+  }
+  return ParseResult.TreeFormatter.formatIssueSync(issue)
+}
+
+const choiceProblem = (choice: Choice, issue: ParseResult.ParseIssue): string =>
+  Schema.is(FinishReason)(choice.finish_reason)
+    ? `its message does not fit a trajectory: ${ParseResult.TreeFormatter.formatIssueSync(issue)}`
+    : `finish_reason ${JSON.stringify(choice.finish_reason)}, which trajectories do not take (only ${FinishReason.literals.join(", ")})`
 
 /** One recorded conversation. */
 export interface History {
@@ -54,6 +97,12 @@ export const messageKey = (message: {
 export const entryKey = (entry: MessageOrChoice): string =>
   isChoice(entry) ? messageKey(entry.message) : messageKey(entry as Message & { readonly role: string })
 
+/** A request whose messages were checked ({@link Recorder.check}), to record with its choice. */
+export interface Checked {
+  readonly messages: ReadonlyArray<Message>
+  readonly keys: ReadonlyArray<string>
+}
+
 /** A running rollout's record. */
 export class Recorder {
   readonly histories: Array<History> = [{ entries: [], keys: [], tools: undefined }]
@@ -68,45 +117,111 @@ export class Recorder {
     Object.assign(this.metadata, metadata)
   }
 
-  /** The history a request's messages continue (created if none), with how many messages it already has. */
-  historyFor(messages: ReadonlyArray<Message>): History {
-    const keys = messages.map((m) => messageKey(m as Message & { readonly role: string }))
-    // The longest recorded history that the request continues; the main one while it is still empty.
+  /** The longest recorded history whose entries the request's messages (by key) continue. */
+  private matching(keys: ReadonlyArray<string>): History | undefined {
     let best: History | undefined
     for (const history of this.histories) {
       if (history.keys.length > keys.length || !history.keys.every((key, i) => key === keys[i])) continue
       if (best === undefined || history.keys.length > best.keys.length) best = history
     }
-    if (best === undefined) {
-      best = { entries: [], keys: [], tools: undefined }
-      this.histories.push(best)
-    }
-    for (let i = best.keys.length; i < messages.length; i++) {
-      best.entries.push(messages[i]!)
-      best.keys.push(keys[i]!)
-    }
     return best
   }
 
-  /** Records a completion's first choice in a history, and its usage. */
-  record(history: History, completion: ChatCompletion, tools: ReadonlyArray<Tool> | null | undefined): Choice {
+  /**
+   * Checks, before a request is sent, the messages of it that are not recorded yet: the request as a
+   * {@link Checked} to {@link record} once its completion comes, or an {@link InvalidTurn} when a message is
+   * one a trajectory cannot take. Nothing is recorded here.
+   */
+  check(messages: ReadonlyArray<Message>): Either.Either<Checked, InvalidTurn> {
+    const keys = messages.map((m) => messageKey(m as Message & { readonly role: string }))
+    const from = this.matching(keys)?.keys.length ?? 0
+    for (let i = from; i < messages.length; i++) {
+      const checked = checkMessage(messages[i])
+      if (Either.isLeft(checked)) {
+        return Either.left(
+          new InvalidTurn({
+            reason: "Message",
+            index: i,
+            description: `message ${i} of the request cannot be recorded in a trajectory: ${messageProblem(messages[i]!, checked.left)}`
+          })
+        )
+      }
+    }
+    return Either.right({ messages, keys })
+  }
+
+  /**
+   * Checks a completion's first choice as a trajectory takes it: the choice, or an {@link InvalidTurn}
+   * naming what the training service would refuse.
+   */
+  static choiceOf(completion: ChatCompletion): Either.Either<Choice, InvalidTurn> {
     const choice = completion.choices[0]
-    if (choice === undefined) throw new Error("a chat completion without choices")
+    if (choice === undefined) {
+      return Either.left(
+        new InvalidTurn({ reason: "Choice", description: `chat completion ${completion.id} has no choices` })
+      )
+    }
+    return Either.mapBoth(checkChoice(choice), {
+      onLeft: (error) =>
+        new InvalidTurn({
+          reason: "Choice",
+          description: `the choice of chat completion ${completion.id ?? ""} cannot be recorded in a trajectory: ${choiceProblem(choice, error)}`
+        }),
+      onRight: () => choice
+    })
+  }
+
+  /**
+   * Records a request and its (checked) choice: the history the request continues (the longest recorded
+   * one; the main one while it is still empty; else a new additional history) gets the messages it did not
+   * have, then the choice; the completion's usage is counted.
+   */
+  record(
+    request: Checked,
+    choice: Choice,
+    completion: ChatCompletion,
+    tools: ReadonlyArray<Tool> | null | undefined
+  ): void {
+    let history = this.matching(request.keys)
+    if (history === undefined) {
+      history = { entries: [], keys: [], tools: undefined }
+      this.histories.push(history)
+    }
+    // Histories only grow, so every message past the one matched now was checked before the request.
+    for (let i = history.keys.length; i < request.messages.length; i++) {
+      history.entries.push(request.messages[i]!)
+      history.keys.push(request.keys[i]!)
+    }
     history.entries.push(choice)
     history.keys.push(entryKey(choice))
     if (tools != null) history.tools = tools
     this.completions += 1
     this.promptTokens += completion.usage?.prompt_tokens ?? 0
     this.completionTokens += completion.usage?.completion_tokens ?? 0
-    return choice
   }
 
-  /** Appends messages to the main history (context the model did not see yet, e.g. a final observation). */
-  append(messages: ReadonlyArray<Message>): void {
+  /**
+   * Appends messages to the main history (context the model did not see yet, e.g. a final observation); an
+   * {@link InvalidTurn} (and nothing appended) when one of them a trajectory cannot take.
+   */
+  append(messages: ReadonlyArray<Message>): Either.Either<void, InvalidTurn> {
+    for (const [i, message] of messages.entries()) {
+      const checked = checkMessage(message)
+      if (Either.isLeft(checked)) {
+        return Either.left(
+          new InvalidTurn({
+            reason: "Message",
+            index: i,
+            description: `message ${i} cannot be appended to a trajectory: ${messageProblem(message, checked.left)}`
+          })
+        )
+      }
+    }
     const main = this.histories[0]!
     for (const message of messages) {
       main.entries.push(message)
-      main.keys.push(messageKey(message as Message & { readonly role: string }))
+      main.keys.push(entryKey(message))
     }
+    return Either.void
   }
 }
