@@ -53,9 +53,14 @@ export const layer = (options: Options = {}): Layer.Layer<LocalBackend, Platform
       const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
         Layer.provide(Store.layer({ dataDir }))
       )
-      return Layer.effect(
-        LocalBackend,
-        Effect.map(Server.url, (url) => ({ url, apiKey, dataDir }))
-      ).pipe(Layer.provide(server))
+      // Built with a memo map of its own: the server's handlers and the store's repositories are module-level
+      // layers, which a memo map shared by two backends (two `it.layer`s, one runtime building two) would
+      // otherwise hand the second backend bound to the first one's store. The layer as a whole memoizes as usual.
+      return Layer.fresh(
+        Layer.effect(
+          LocalBackend,
+          Effect.map(Server.url, (url) => ({ url, apiKey, dataDir }))
+        ).pipe(Layer.provide(server))
+      )
     })
   ).pipe(Layer.provide(NodeContext.layer))

@@ -41,4 +41,47 @@ describe("LocalBackend", () => {
       expect(Redacted.value(a.apiKey)).not.toBe(Redacted.value(b.apiKey))
     }).pipe(Effect.scoped)
   )
+
+  it.live(
+    "two backends built with one memo map each keep to their own store (a model made on the second trains there)",
+    () =>
+      Effect.gen(function* () {
+        const scope = yield* Effect.scope
+        // What two `it.layer`s of one file, or one runtime building two backends, do: share a memo map.
+        const memoMap = yield* Layer.makeMemoMap
+        const start = () =>
+          Effect.map(Layer.buildWithMemoMap(LocalBackend.layer(), memoMap, scope), (context) =>
+            Context.get(context, LocalBackend.LocalBackend)
+          )
+        const first = yield* start()
+        const second = yield* start()
+        const call = (path: string, body?: unknown) =>
+          Effect.promise(async () => {
+            const response = await fetch(`${second.url}${path}`, {
+              method: body === undefined ? "GET" : "POST",
+              headers: { authorization: `Bearer ${Redacted.value(second.apiKey)}`, "content-type": "application/json" },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) })
+            })
+            return { status: response.status, json: (await response.json()) as Record<string, any> }
+          })
+        expect(first.dataDir).not.toBe(second.dataDir)
+        const model = yield* call("/v1/preview/models", { project: "p", name: "m", base_model: "effect-rl/tiny" })
+        expect(model.status).toBe(200)
+        const hi = { messages_and_choices: [{ role: "user", content: "hi" }], reward: 1 }
+        const job = yield* call("/v1/preview/training-jobs", {
+          model_id: model.json.id,
+          trajectory_groups: [{ trajectories: [hi, hi] }]
+        })
+        expect(job.status).toBe(200)
+        let events: ReadonlyArray<{ readonly type: string }> = []
+        for (let i = 0; i < 100 && events.at(-1)?.type !== "training_ended"; i++) {
+          const page = yield* call(`/v1/preview/training-jobs/${job.json.id}/events?wait_ms=200`)
+          expect(page.status).toBe(200)
+          events = page.json.data
+        }
+        expect(events.map((e) => e.type)).toEqual(["training_started", "training_ended"])
+        const record = yield* call(`/v1/preview/training-jobs/${job.json.id}`)
+        expect(record.json).toMatchObject({ status: "succeeded", step: 1 })
+      }).pipe(Effect.scoped)
+  )
 })

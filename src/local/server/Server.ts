@@ -113,7 +113,8 @@ export const layer = (
           })
         )
       )
-      return Layer.provideMerge(serve, node).pipe(Layer.provide(worker), Layer.provide(Files.layer))
+      // A memo map of its own, so that another server built beside it never shares its handler layers.
+      return Layer.fresh(Layer.provideMerge(serve, node).pipe(Layer.provide(worker), Layer.provide(Files.layer)))
     })
   )
 

@@ -36,13 +36,17 @@ export interface Options extends Models.Options, Jobs.Options {
   readonly dataDir: string
 }
 
-/** The repositories over a given database layer. */
+/**
+ * The repositories over a given database layer. The repositories are built with a memo map of their own:
+ * they are module-level layers, which a memo map shared with another store would hand over bound to that
+ * store's database.
+ */
 export const layerWith = <A, E, R>(
   database: Layer.Layer<A | SqlClient.SqlClient, E, R>,
   options: Models.Options & Jobs.Options = {}
 ): Layer.Layer<Services | SqlClient.SqlClient | A, E, R> => {
   const events = JobEvents.layer
-  return Layer.mergeAll(
+  const repositories = Layer.mergeAll(
     Models.layer(options),
     Checkpoints.layer,
     Jobs.layer(options).pipe(Layer.provideMerge(events)),
@@ -51,7 +55,8 @@ export const layerWith = <A, E, R>(
     TraceCalls.layer,
     TraceObjects.layer,
     TraceFeedback.layer
-  ).pipe(Layer.provideMerge(database))
+  )
+  return Layer.fresh(repositories).pipe(Layer.provideMerge(database))
 }
 
 /** The store of a data directory: the database and every repository. */
