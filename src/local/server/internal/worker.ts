@@ -82,6 +82,16 @@ export const describeCause = (cause: Cause.Cause<unknown>): string => {
   return `internal error: ${Cause.pretty(cause)}`
 }
 
+/**
+ * The log line of a job that ended: its new step and, when the engine produced non-finite metric values
+ * (left out of the `gradient_step` events, which carry only finite numbers), how many of which.
+ */
+export const endedLine = (id: string, kind: string, step: number, leftOut: ReadonlyMap<string, number>): string => {
+  const total = [...leftOut.values()].reduce((a, b) => a + b, 0)
+  const counts = [...leftOut].map(([key, n]) => `${key} x${n}`).join(", ")
+  return `training job ${id} (${kind}) ended: checkpoint step ${step}${total === 0 ? "" : `; ${total} non-finite metric values left out of its events (${counts})`}`
+}
+
 /** Builds the worker over the store (without starting its loop; see {@link layer}). */
 export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs | JobEvents | Checkpoints> =>
   Effect.gen(function* () {
@@ -134,7 +144,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
         const trained: Trained = yield* train(claimed, base)
         const weights = saveCheckpoint(base.policy, base.optimizer)
         const result = { weights, metrics: trained.metrics, step: base.step + 1 }
-        return (yield* Effect.uninterruptible(jobs.succeed(claimed.job.id, result))).job
+        const job = (yield* Effect.uninterruptible(jobs.succeed(claimed.job.id, result))).job
+        yield* Effect.logInfo(endedLine(claimed.job.id, claimed.job.kind, result.step, trained.leftOut))
+        return job
       })
 
     const failJob = (id: string, message: string) =>

@@ -33,8 +33,11 @@ import { decodeSftLines, JobFailure } from "./workerData.js"
 
 export { JobFailure }
 
-/** One step's metrics, as the `gradient_step` event's data (non-finite values become null). */
-export type StepMetrics = Readonly<Record<string, number | null>>
+/**
+ * One step's metrics, as the `gradient_step` event's data: finite numbers only, so that a client's `float()`
+ * reads every value (a non-finite one is left out, and counted in {@link Trained.leftOut}).
+ */
+export type StepMetrics = Readonly<Record<string, number>>
 
 /** What the trainer reports to the worker while a job runs. */
 export interface Emitter<E, R> {
@@ -48,6 +51,8 @@ export interface Emitter<E, R> {
 export interface Trained {
   /** The means over the steps of every metric (the job's summary when it took no step). */
   readonly metrics: StepMetrics
+  /** Per metric, how many non-finite values (NaN, infinities) the steps had, left out of their events. */
+  readonly leftOut: ReadonlyMap<string, number>
 }
 
 /** Options of {@link trainRlJob}. */
@@ -56,20 +61,22 @@ export interface RlJobOptions {
   readonly learningRateScale?: number | undefined
 }
 
-const finite = (x: number): number | null => (Number.isFinite(x) ? x : null)
-
-const asMetrics = (record: object): StepMetrics => {
-  const out: Record<string, number | null> = {}
-  for (const [key, value] of Object.entries(record)) if (typeof value === "number") out[key] = finite(value)
+/** The finite numeric entries of an engine's metrics record, counting the others in `leftOut`. */
+export const asMetrics = (record: object, leftOut: Map<string, number>): StepMetrics => {
+  const out: Record<string, number> = {}
+  for (const [key, value] of Object.entries(record)) {
+    if (typeof value !== "number") continue
+    if (Number.isFinite(value)) out[key] = value
+    else leftOut.set(key, (leftOut.get(key) ?? 0) + 1)
+  }
   return out
 }
 
-/** The mean of every metric over the steps (keys whose values are all null are dropped). */
+/** The mean of every metric over the steps that have it. */
 export const meanMetrics = (steps: ReadonlyArray<StepMetrics>): StepMetrics => {
   const sums = new Map<string, { sum: number; n: number }>()
   for (const step of steps) {
     for (const [key, value] of Object.entries(step)) {
-      if (value === null) continue
       const entry = sums.get(key) ?? { sum: 0, n: 0 }
       entry.sum += value
       entry.n += 1
@@ -106,18 +113,18 @@ export const trainRlJob = <E, R>(
     const result = yield* attempt("training failed", () =>
       trainRl(policy, optimizer, groups, config, { learningRateScale: options.learningRateScale })
     )
-    const steps = result.steps.map(asMetrics)
+    const leftOut = new Map<string, number>()
+    const steps = result.steps.map((step) => asMetrics(step, leftOut))
     for (const step of steps) yield* emit.step(step)
     yield* yieldToEventLoop
-    if (steps.length > 0) return { metrics: meanMetrics(steps) }
-    return {
-      metrics: asMetrics({
-        reward: result.reward,
-        reward_std_dev: result.rewardStdDev,
-        exception_rate: result.exceptionRate,
-        num_trajectories: result.numTrajectories
-      })
+    if (steps.length > 0) return { metrics: meanMetrics(steps), leftOut }
+    const summary = {
+      reward: result.reward,
+      reward_std_dev: result.rewardStdDev,
+      exception_rate: result.exceptionRate,
+      num_trajectories: result.numTrajectories
     }
+    return { metrics: asMetrics(summary, leftOut), leftOut }
   })
 
 /**
@@ -152,17 +159,18 @@ export const trainSftJob = <E, R>(
     const batches = sftBatches(sequences, size)
     yield* emit.started(batches.length)
     const steps: Array<StepMetrics> = []
+    const leftOut = new Map<string, number>()
     for (const [index, batch] of batches.entries()) {
       yield* yieldToEventLoop
       const learningRate = typeof rates === "object" ? rates[Math.min(index, rates.length - 1)] : rates
       const [metrics] = yield* attempt("training failed", () =>
         trainSft(policy, optimizer, batch, { batchSize: batch.length, learningRate })
       )
-      const step = asMetrics(metrics as SftStepMetrics)
+      const step = asMetrics(metrics as SftStepMetrics, leftOut)
       steps.push(step)
       yield* emit.step(step)
     }
-    return { metrics: meanMetrics(steps) }
+    return { metrics: meanMetrics(steps), leftOut }
   })
 
 /** Decodes a stored request body, a {@link JobFailure} naming the schema when it does not fit. */
