@@ -134,9 +134,7 @@ const older = {
       messages_and_choices: [...messages, first],
       tools: i === 1 ? [tool] : null,
       additional_histories:
-        i === 1
-          ? [{ messages_and_choices: [question("sea"), sample([question("sea")], 300 + i)], tools: null }]
-          : [],
+        i === 1 ? [{ messages_and_choices: [question("sea"), sample([question("sea")], 300 + i)], tools: null }] : [],
       reward: reward === 0 ? 0.0 : reward,
       initial_policy_version: null,
       final_policy_version: null,
@@ -213,7 +211,10 @@ write("register.json", {
   base_model: "effect-rl/tiny",
   return_existing: true
 })
-write("chat-completion.json", chatRequest("wandb-artifact:///{{entity}}/art-fixture/agent-001", [system, question("grass")], 7))
+write(
+  "chat-completion.json",
+  chatRequest("wandb-artifact:///{{entity}}/art-fixture/agent-001", [system, question("grass")], 7)
+)
 write("log.json", { model_id: MODEL_ID, trajectory_groups: [newer, older], split: "val" })
 write("rl-job.json", { model_id: MODEL_ID, trajectory_groups: [newer, older], experimental_config: experimentalConfig })
 write("sft-job.json", {

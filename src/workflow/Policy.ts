@@ -7,7 +7,9 @@
  *   `return_existing`), addressed in chat completions as `wandb-artifact:///<entity>/<project>/<name>:step<N>`.
  *   Its *version* is the checkpoint step the next completion samples from: the latest step when the policy is
  *   made (0, the base weights, when nothing is trained yet), or a pinned step; the {@link Trainer} moves it
- *   on after each training job, so rollouts that follow sample from the new weights.
+ *   on after each training job, so rollouts that follow sample from the new weights. Its completions go to
+ *   the training host's `/v1/chat/completions`, where the reference client and the vendor's documentation
+ *   sample trained checkpoints; `sampleOn: "inference"` sends them to the inference host instead.
  * - {@link make}: any chat-completions function (a test double, a proxy, another provider).
  *
  * Every completion records the version it used ({@link Policy.version}), so a trajectory knows the policy
@@ -91,12 +93,24 @@ export const base = (
 export interface TrainableOptions {
   /** Pin the policy to this checkpoint step; by default it starts at the latest and follows training. */
   readonly step?: number | undefined
+  /**
+   * Which host answers the policy's chat completions: `"training"` (the default), the training service's
+   * `/v1/chat/completions`, where trained checkpoints are served; or `"inference"`, the inference service,
+   * which serves the same `wandb-artifact:///` names too.
+   */
+  readonly sampleOn?: "training" | "inference" | undefined
+  /**
+   * With `sampleOn: "inference"`: the project (`<team>/<project>`) the completions are tracked under, sent as
+   * `OpenAI-Project` (default: the inference client's own).
+   */
+  readonly project?: string | undefined
 }
 
 /**
  * A trainable model: created on the training service, or the existing one of that name in the project
  * (`return_existing`), starting at its latest checkpoint step (0 when it has none yet). Completions go to
- * the inference service with the model's `wandb-artifact:///...:step<N>` name.
+ * the training host (see {@link TrainableOptions.sampleOn}) with the model's `wandb-artifact:///...:step<N>`
+ * name.
  */
 export const trainable = (
   create: Omit<ModelCreate, "return_existing">,
@@ -116,6 +130,10 @@ export const fromModel = (
   Effect.gen(function* () {
     const training = yield* TrainingClient
     const inference = yield* InferenceClient
+    const sample =
+      options.sampleOn === "inference"
+        ? (request: ChatCompletionRequest) => inference.createChatCompletion(request, { project: options.project })
+        : training.createChatCompletion
     // No checkpoint yet (a hosted model before its first job): step 0, addressed by the latest-name.
     const latest =
       options.step ?? Option.getOrUndefined(Option.map(yield* training.latestCheckpoint(model.id), (c) => c.step))
@@ -131,8 +149,6 @@ export const fromModel = (
       pinned,
       setStep: (next) => (pinned ? Effect.void : Ref.set(current, next)),
       complete: (request) =>
-        Effect.flatMap(Ref.get(current), (at) =>
-          inference.createChatCompletion({ ...request, model: artifactName(model, at) })
-        )
+        Effect.flatMap(Ref.get(current), (at) => sample({ ...request, model: artifactName(model, at) }))
     }
   })

@@ -220,8 +220,10 @@ const historyOf = (history: { readonly entries: ReadonlyArray<unknown>; readonly
 
 /**
  * Runs agent code as a rollout of `policy`: it returns what the code returned and the trajectory recorded,
- * with `start_time`, the policy version at start and end, and `auto_metrics` (`duration_seconds`,
- * `completions`, `prompt_tokens`, `completion_tokens`). The code's failure is the rollout's failure.
+ * with `start_time`, the policy version at start and end, and among its `metrics` what the rollout measured:
+ * `duration_seconds`, `completions`, `prompt_tokens`, `completion_tokens` (a metric of the agent's own of the
+ * same name wins). They go in `metrics`, not `auto_metrics`: the hosted service keeps the former and drops
+ * the latter. The code's failure is the rollout's failure.
  *
  * When traced (see `Tracing`), the rollout is a call (inputs its metadata, output its messages and value) with
  * its chat completions as children; under `Gather`, the gatherer's call for the rollout (which also carries
@@ -264,12 +266,14 @@ const record = <A, E, R>(
       ...(others.length > 0 ? { additional_histories: others.map(historyOf) } : {}),
       initial_policy_version: initialVersion,
       final_policy_version: finalVersion,
-      metrics: { ...recorder.metrics },
-      auto_metrics: {
+      // What the rollout measured goes with the agent's own metrics (which win on a name clash): the hosted
+      // service keeps `metrics` and drops `auto_metrics`, which its current schema no longer has.
+      metrics: {
         duration_seconds: (end - start) / 1000,
         completions: recorder.completions,
         prompt_tokens: recorder.promptTokens,
-        completion_tokens: recorder.completionTokens
+        completion_tokens: recorder.completionTokens,
+        ...recorder.metrics
       },
       metadata: { ...recorder.metadata },
       logs: [...recorder.logs],

@@ -87,6 +87,9 @@ const drive = <A, E>(effect: Effect.Effect<A, E>, step: Duration.DurationInput =
     return yield* Fiber.await(fiber)
   })
 
+/** What the rollout measures of one scripted completion (3 prompt and 2 completion tokens, no time passing). */
+const measured = { duration_seconds: 0, completions: 1, prompt_tokens: 3, completion_tokens: 2 }
+
 describe("Gather", () => {
   it.effect("gathers M x N groups in scenario order, with rewards, score metrics and metadata", () =>
     Effect.gen(function* () {
@@ -112,9 +115,10 @@ describe("Gather", () => {
         expect(g.group.metadata).toEqual({ scenario: g.scenario, index: g.index })
         expect(g.group.exceptions).toBeUndefined()
         for (const t of g.group.trajectories) {
-          expect(t.metrics).toEqual({ choices: 1, long: false })
+          // The agent's and the score's metrics, with what the rollout measured (one completion of 3 + 2 tokens).
+          expect(t.metrics).toEqual({ ...measured, choices: 1, long: false })
           expect(t.metadata).toEqual({ scenario: g.scenario, index: g.index })
-          expect(t.auto_metrics?.completion_tokens).toBe(2)
+          expect(t.auto_metrics).toBeUndefined()
           expect(t.messages_and_choices.filter(isChoice)[0]?.logprobs?.content?.[0]?.logprob).toBe(-0.25)
         }
       }
@@ -380,7 +384,9 @@ describe("Gather", () => {
       })
       for (const g of groups) {
         expect(g.group.trajectories.map((t) => t.reward)).toEqual([-1, 0, 1])
-        expect(g.group.trajectories.map((t) => t.metrics)).toEqual([0, 1, 2].map((raw) => ({ raw, centered: true })))
+        expect(g.group.trajectories.map((t) => t.metrics)).toEqual(
+          [0, 1, 2].map((raw) => ({ ...measured, raw, centered: true }))
+        )
         expect(g.group.metrics).toEqual({ size: 3 })
       }
       const error = yield* Effect.flip(

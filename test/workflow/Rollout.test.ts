@@ -84,11 +84,14 @@ describe("Rollout", () => {
         entries.map((e) => (isChoice(e) ? `choice:${e.message.content}` : (e as { readonly role: string }).role))
       ).toEqual(["user", "choice:reply 1", "user", "choice:reply 2"])
       expect(finished.trajectory.additional_histories).toBeUndefined()
-      expect(finished.trajectory.auto_metrics).toMatchObject({
+      // What the rollout measured, in `metrics` (the hosted service drops `auto_metrics`).
+      expect(finished.trajectory.metrics).toEqual({
+        duration_seconds: 0,
         completions: 2,
         prompt_tokens: 20,
         completion_tokens: 4
       })
+      expect(finished.trajectory.auto_metrics).toBeUndefined()
     })
   )
 
@@ -158,12 +161,18 @@ describe("Rollout", () => {
         { metadata: { scenario: "s1" } }
       )
       const t = finished.trajectory
-      expect(t.metrics).toEqual({ moves: 4, won: true })
+      expect(t.metrics).toEqual({
+        duration_seconds: 1.5,
+        completions: 1,
+        prompt_tokens: 10,
+        completion_tokens: 2,
+        moves: 4,
+        won: true
+      })
       expect(t.metadata).toEqual({ scenario: "s1", opponent: "random" })
       expect(t.logs).toEqual(["started"])
       expect(t.messages_and_choices).toHaveLength(3)
       expect(t.start_time).toBe("2026-01-02T03:04:05.000Z")
-      expect(t.auto_metrics?.duration_seconds).toBe(1.5)
       expect([t.initial_policy_version, t.final_policy_version]).toEqual([3, 4])
     })
   )
@@ -215,6 +224,17 @@ describe("Rollout", () => {
     })
   )
 
+  it.effect("a metric of the agent's own wins over a measured one of the same name", () =>
+    Effect.gen(function* () {
+      const { policy } = yield* scripted
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.zipRight(Rollout.chat({ messages: [user("hi")] }), Rollout.metric("completions", 7))
+      )
+      expect(finished.trajectory.metrics).toMatchObject({ completions: 7, prompt_tokens: 10 })
+    })
+  )
+
   it.effect("a failing agent fails the rollout with its own error", () =>
     Effect.gen(function* () {
       const { policy } = yield* scripted
@@ -250,7 +270,7 @@ describe("Rollout against the embedded backend", () => {
           expect(choice.token_ids?.length).toBe(choice.logprobs?.content?.length)
         }
         expect([finished.trajectory.initial_policy_version, finished.trajectory.final_policy_version]).toEqual([0, 0])
-        expect(finished.trajectory.auto_metrics?.completion_tokens).toBeGreaterThan(0)
+        expect(finished.trajectory.metrics?.completion_tokens).toBeGreaterThan(0)
       })
     )
 

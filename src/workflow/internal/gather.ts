@@ -266,7 +266,7 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
         permits.with(
           Effect.matchCauseEffect(attempt(scenario, index, i, metadata), {
             onSuccess: (done): Effect.Effect<Outcome<A>, GatherError> => {
-              const tokens = done.draft.auto_metrics?.completion_tokens
+              const tokens = done.draft.metrics?.completion_tokens
               counters.succeeded(typeof tokens === "number" ? tokens : 0)
               return Effect.succeed(done)
             },
