@@ -9,6 +9,7 @@ import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 import { Choice, TokenLogprob, TokenLogprobs, TopLogprob } from "../src/api/ChatCompletion.js"
 import { Message, Tool } from "../src/api/ChatMessage.js"
+import { checked } from "../src/api/internal/checked.js"
 import { withFastPath } from "../src/api/internal/fastPath.js"
 import { ModelId } from "../src/api/Model.js"
 import { ExperimentalConfig } from "../src/api/TrainingJob.js"
@@ -123,7 +124,7 @@ export const makeCreateTrainingJob = (options: VariantOptions) => {
         ? Schema.Union(Message, choice).annotations({ identifier: "MessageOrChoice" })
         : Schema.Union(choice, Message).annotations({ identifier: "MessageOrChoice" })
   // The training service's checks, as `MessageOrChoice` makes them after its union.
-  const entry = union.pipe(Schema.filter(entryIssue))
+  const entry = checked(union, entryIssue)
   const entries = Schema.Array(entry)
   const History = Schema.Struct({
     messages_and_choices: entries,

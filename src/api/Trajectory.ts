@@ -20,7 +20,7 @@ import {
   ToolMessage,
   UserMessage
 } from "./ChatMessage.js"
-import { FieldIssuesAnnotationId } from "./internal/annotations.js"
+import { checked } from "./internal/checked.js"
 import { OtherKeys, optionalKey } from "./Json.js"
 
 /** The `finish_reason`s the training service takes on a trajectory's choice. */
@@ -76,7 +76,53 @@ const strictMessage: Record<Role, Schema.Schema.AnyNoContext> = {
   function: FunctionMessage
 }
 
-const finishReasonOf = ParseResult.validateEither(Schema.Struct({ finish_reason: FinishReason }))
+const finishReasons: ReadonlySet<unknown> = new Set(FinishReason.literals)
+
+/** Whether a `Choice` is a {@link TrajectoryChoice}, checked without allocating (mirrors `choiceOf`). */
+const takesChoice = (choice: Choice): boolean =>
+  finishReasons.has(choice.finish_reason) &&
+  choice.message.role === "assistant" &&
+  (choice.message.tool_calls == null || choice.message.tool_calls.every((call) => typeof call.id === "string"))
+
+const optionalString = (u: unknown): boolean => u === undefined || typeof u === "string"
+
+/**
+ * Whether a message (as the chat-completions schemas decoded it) is one of {@link TrajectoryMessage}, for the
+ * common shapes only (string content, no tool calls): `false` means "ask the schema", never "refused".
+ */
+const takesMessage = (message: Message): boolean => {
+  const m = message as Readonly<Record<string, unknown>>
+  switch (m.role) {
+    case "system":
+    case "user":
+    case "developer":
+      return typeof m.content === "string" && optionalString(m.name)
+    case "tool":
+      return typeof m.content === "string" && typeof m.tool_call_id === "string"
+    case "assistant":
+      return (
+        (m.content === null || optionalString(m.content)) &&
+        optionalString(m.name) &&
+        m.tool_calls === undefined &&
+        m.function_call == null &&
+        m.audio == null &&
+        (m.refusal === null || optionalString(m.refusal))
+      )
+    default:
+      return false
+  }
+}
+
+/** What {@link TrajectoryChoice} asks of a value that is a `Choice` already. */
+const choiceOf = ParseResult.validateEither(
+  Schema.Struct({
+    finish_reason: FinishReason,
+    message: Schema.Struct({
+      role: Schema.Literal("assistant"),
+      tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ id: Schema.String }))))
+    })
+  })
+)
 const roleOf = ParseResult.validateEither(Schema.Struct({ role: Schema.Literal(...ROLES) }))
 
 const issueOf = <A>(result: Either.Either<A, ParseResult.ParseIssue>): ParseResult.ParseIssue | undefined =>
@@ -88,13 +134,16 @@ const issueOf = <A>(result: Either.Either<A, ParseResult.ParseIssue>): ParseResu
  * that does not fit its role's schema), or `undefined` when it takes the entry.
  */
 export const entryIssue = (entry: Choice | Message): ParseResult.ParseIssue | undefined => {
-  if ("message" in entry && "index" in entry) {
-    return issueOf(finishReasonOf(entry)) ?? issueOf(ParseResult.validateEither(TrajectoryChoice)(entry))
-  }
+  // Only what TrajectoryChoice adds to a Choice (which the entry already is) is checked, not its logprobs again;
+  // the schema runs only to describe a choice the plain checks refuse.
+  if ("message" in entry && "index" in entry) return takesChoice(entry) ? undefined : issueOf(choiceOf(entry))
+  if (takesMessage(entry)) return undefined
   const role = issueOf(roleOf(entry))
   if (role !== undefined) return role
   return issueOf(ParseResult.validateEither(strictMessage[(entry as { readonly role: Role }).role])(entry))
 }
+
+const EntryUnion = Schema.Union(Choice, Message)
 
 /**
  * An entry of `messages_and_choices`: a plain message (context) or a choice (sampled, trainable). Typed as
@@ -102,13 +151,15 @@ export const entryIssue = (entry: Choice | Message): ParseResult.ParseIssue | un
  * check it as the training service does ({@link TrajectoryChoice}, {@link TrajectoryMessage}), so a role or a
  * `finish_reason` it would refuse fails here, naming the field.
  */
-export const MessageOrChoice = Schema.Union(Choice, Message)
-  .pipe(Schema.filter(entryIssue, { [FieldIssuesAnnotationId]: true }))
-  // Values drawn for property tests come from the strict schemas (the chat-completions ones would nearly all fail).
-  .annotations({
+export const MessageOrChoice: Schema.Schema<Choice | Message, typeof EntryUnion.Encoded> = checked(
+  EntryUnion,
+  entryIssue,
+  {
     identifier: "MessageOrChoice",
-    arbitrary: (): Arbitrary.LazyArbitrary<Choice | Message> => Arbitrary.makeLazy(strictEntry)
-  })
+    // Values drawn for property tests come from the strict schemas (the chat-completions ones would nearly all fail).
+    arbitrary: () => Arbitrary.makeLazy(strictEntry) as Arbitrary.LazyArbitrary<Choice | Message>
+  }
+)
 /** @see {@link MessageOrChoice} */
 export type MessageOrChoice = typeof MessageOrChoice.Type
 

@@ -1,16 +1,28 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import { Choice } from "../../src/api/ChatCompletion.js"
 import {
   AssistantMessage,
   DeveloperMessage,
   FunctionMessage,
+  Message,
   SystemMessage,
   ToolMessage,
   UserMessage
 } from "../../src/api/ChatMessage.js"
-import { isChoice, LogRequest, MessageOrChoice, Trajectory } from "../../src/api/Trajectory.js"
+import {
+  entryIssue,
+  isChoice,
+  LogRequest,
+  MessageOrChoice,
+  Trajectory,
+  TrajectoryChoice,
+  TrajectoryMessage
+} from "../../src/api/Trajectory.js"
 
 const firstChoice = {
   index: 0,
@@ -150,5 +162,29 @@ describe("Trajectory", () => {
     expect(() =>
       Schema.encodeSync(MessageOrChoice)({ role: "grader", content: "x" } as unknown as MessageOrChoice)
     ).toThrow(/role/)
+  })
+
+  it("takes an entry exactly when the strict schemas do (the plain checks in front of them agree)", () => {
+    const strict = Schema.is(Schema.Union(TrajectoryChoice, TrajectoryMessage))
+    // Choices and messages as chat completions take them, with the cases the plain checks look at made likely.
+    const broad = FastCheck.oneof(
+      Arbitrary.make(Schema.Union(Choice, Message)),
+      Arbitrary.make(Choice).map((c) => ({ ...c, message: { ...c.message, role: "assistant" } })),
+      Arbitrary.make(Choice).map((c) => ({
+        ...c,
+        finish_reason: "stop",
+        message: { ...c.message, role: "assistant" }
+      })),
+      Arbitrary.make(TrajectoryMessage),
+      Arbitrary.make(Message).map((m) => ({ ...m, role: "assistant" }))
+    )
+    FastCheck.assert(
+      FastCheck.property(broad, (value) => {
+        const decoded = Schema.decodeUnknownEither(Schema.Union(Choice, Message))(value)
+        if (Either.isLeft(decoded)) return
+        expect(entryIssue(decoded.right) === undefined, JSON.stringify(value)).toBe(strict(decoded.right))
+      }),
+      { numRuns: 2000 }
+    )
   })
 })

@@ -7,7 +7,6 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
-import { FieldIssuesAnnotationId } from "../../../api/internal/annotations.js"
 
 /** A part of the request a field lives in. */
 export type Part = "body" | "path" | "query"
@@ -182,7 +181,6 @@ const walk = (issue: ParseResult.ParseIssue, loc: Loc): Array<ValidationError> =
         const message = fromDetail(issue.ast, issue.issue, issue.actual)
         return message === undefined ? walk(issue.issue, loc) : [detail(loc, message)]
       }
-      if (AST.getAnnotation(issue.ast, FieldIssuesAnnotationId)._tag === "Some") return walk(issue.issue, loc)
       if (issue.issue._tag === "Composite" || issue.issue._tag === "Pointer") return crossField(issue.issue, loc)
       return [detail(loc, refinementDetail(issue.ast, refinedValue(issue)) ?? fallback(issue))]
     case "Transformation":
