@@ -8,6 +8,14 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as LocalBackend from "../../src/local/LocalBackend.js"
 
+/** The fields of the answers the memo-map test reads. */
+interface Reply {
+  readonly id: string
+  readonly status: string
+  readonly step: number
+  readonly data: ReadonlyArray<{ readonly type: string }>
+}
+
 describe("LocalBackend", () => {
   it.live("starts on a free loopback port over a temporary data dir, and stops and cleans up when released", () =>
     Effect.gen(function* () {
@@ -62,7 +70,7 @@ describe("LocalBackend", () => {
               headers: { authorization: `Bearer ${Redacted.value(second.apiKey)}`, "content-type": "application/json" },
               ...(body === undefined ? {} : { body: JSON.stringify(body) })
             })
-            return { status: response.status, json: (await response.json()) as Record<string, any> }
+            return { status: response.status, json: (await response.json()) as Reply }
           })
         expect(first.dataDir).not.toBe(second.dataDir)
         const model = yield* call("/v1/preview/models", { project: "p", name: "m", base_model: "effect-rl/tiny" })

@@ -104,11 +104,21 @@ describe("the reference client's traffic", () => {
           const chat = ok(
             yield* send("POST", "/v1/chat/completions", fixture("chat-completion.json", { entity })),
             "chat completion"
-          ) as { readonly choices: ReadonlyArray<Record<string, any>> }
+          ) as {
+            readonly choices: ReadonlyArray<{
+              readonly token_ids: ReadonlyArray<number>
+              readonly logprobs: {
+                readonly content: ReadonlyArray<{
+                  readonly token: string
+                  readonly top_logprobs: ReadonlyArray<unknown>
+                }>
+              }
+            }>
+          }
           const choice = chat.choices[0]!
           expect(choice.token_ids.length).toBeGreaterThan(0)
-          expect(choice.logprobs.content[0].token).toMatch(/^token_id:\d+$/)
-          expect(choice.logprobs.content[0].top_logprobs).toHaveLength(2)
+          expect(choice.logprobs.content[0]?.token).toMatch(/^token_id:\d+$/)
+          expect(choice.logprobs.content[0]?.top_logprobs).toHaveLength(2)
 
           ok(
             yield* send("POST", `/v1/preview/models/${modelId}/log`, fixture("log.json", { model_id: modelId })),
@@ -171,16 +181,32 @@ describe("the reference client's traffic", () => {
         const entries = (b: Body) => b.trajectory_groups[0]!.trajectories[0]!.messages_and_choices
         const loc = ["body", "trajectory_groups", 0, "trajectories", 0, "messages_and_choices"]
         const cases: ReadonlyArray<readonly [string, (b: Body) => void, ReadonlyArray<string | number>]> = [
-          ["a finish_reason", (b) => void (entries(b)[2]!.finish_reason = "abort"), [...loc, 2, "finish_reason"]],
-          ["a message role", (b) => void (entries(b)[1]!.role = "grader"), [...loc, 1, "role"]],
+          [
+            "a finish_reason",
+            (b) => {
+              entries(b)[2]!.finish_reason = "abort"
+            },
+            [...loc, 2, "finish_reason"]
+          ],
+          [
+            "a message role",
+            (b) => {
+              entries(b)[1]!.role = "grader"
+            },
+            [...loc, 1, "role"]
+          ],
           [
             "an importance_sampling_level",
-            (b) => void (b.experimental_config.importance_sampling_level = "bogus"),
+            (b) => {
+              b.experimental_config.importance_sampling_level = "bogus"
+            },
             ["body", "experimental_config", "importance_sampling_level"]
           ],
           [
             "a learning_rate",
-            (b) => void (b.experimental_config.learning_rate = "fast"),
+            (b) => {
+              b.experimental_config.learning_rate = "fast"
+            },
             ["body", "experimental_config", "learning_rate"]
           ]
         ]
