@@ -30,7 +30,7 @@ import * as Option from "effect/Option"
 import * as InferenceClient from "./client/InferenceClient.js"
 import * as TraceClient from "./client/TraceClient.js"
 import * as TrainingClient from "./client/TrainingClient.js"
-import * as LocalBackend from "./local/LocalBackend.js"
+import * as LocalBackend from "./LocalBackend.js"
 
 /** What a backend layer provides: the three clients. */
 export type Clients = TrainingClient.TrainingClient | InferenceClient.InferenceClient | TraceClient.TraceClient

@@ -53,7 +53,7 @@ export * as TrainingClient from "./client/TrainingClient.js"
 /** Runnable examples: their shape, and the report `effect-rl train <name>` prints. */
 export * as Example from "./Example.js"
 /** The embedded local backend started in-process (its URL, key and data directory). */
-export * as LocalBackend from "./local/LocalBackend.js"
+export * as LocalBackend from "./LocalBackend.js"
 /** Gathering groups of rollouts over scenarios, concurrently, with failures counted. */
 export * as Gather from "./workflow/Gather.js"
 /** The client-side metrics of a set of trajectory groups. */

@@ -35,8 +35,6 @@
  *
  * @since 0.1.0
  */
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as Clock from "effect/Clock"
 import type { ConfigError } from "effect/ConfigError"
@@ -270,6 +268,10 @@ export const otlp = (options: OtlpOptions): Layer.Layer<never, ConfigError, Http
         { apiKey: options.apiKey, baseUrl: options.url },
         URL_ENV,
         DEFAULT_URL
+      )
+      // Loaded here, not with the module: a program that does not export spans never loads the OTLP encoder.
+      const [OtlpTracer, OtlpSerialization] = yield* Effect.promise(() =>
+        Promise.all([import("@effect/opentelemetry/OtlpTracer"), import("@effect/opentelemetry/OtlpSerialization")])
       )
       return OtlpTracer.layer({
         url: `${normalizeBaseUrl(baseUrl)}/otel/v1/traces`,

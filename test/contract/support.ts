@@ -14,7 +14,7 @@ import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobEvent, TrainingJobId } from "../../src/api/TrainingJob.js"
 import type * as InferenceClient from "../../src/client/InferenceClient.js"
 import type * as TrainingClient from "../../src/client/TrainingClient.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { inference, training } from "../support/clients.js"
 
 /** The base model every fresh backend serves. */

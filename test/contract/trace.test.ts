@@ -15,7 +15,7 @@ import * as Stream from "effect/Stream"
 import * as Digest from "../../src/api/Digest.js"
 import type { ApiError } from "../../src/client/ApiError.js"
 import * as TraceClient from "../../src/client/TraceClient.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
 
 const Backend = LocalBackend.layer({ apiKey: Redacted.make(API_KEY) })

@@ -6,7 +6,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 
 /** The fields of the answers the memo-map test reads. */
 interface Reply {

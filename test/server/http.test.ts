@@ -8,7 +8,7 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { TrainingJobId } from "../../src/api/TrainingJob.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { training } from "../support/clients.js"
 import { auth, Backend, clean, MAX_BODY } from "./support.js"
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { Logs } from "../../src/local/store/Logs.js"
 import { Models } from "../../src/local/store/Models.js"
 import { training } from "../support/clients.js"

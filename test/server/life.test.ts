@@ -17,7 +17,7 @@ import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { inference, training } from "../support/clients.js"
 import { Backend } from "./support.js"
 

@@ -10,7 +10,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { ModelId } from "../../src/api/Model.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY, training } from "../support/clients.js"
 import { Backend, send } from "./support.js"
 

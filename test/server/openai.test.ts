@@ -8,7 +8,7 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { BASE_MODEL } from "../../src/local/server/internal/inference.js"
 import { API_KEY } from "../support/clients.js"
 import { Backend, send } from "./support.js"

@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import * as Database from "../../src/local/store/Database.js"
 import * as Store from "../../src/local/store/Store.js"
 

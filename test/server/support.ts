@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
 
 /** The body size limit the tests use (1 MiB), small enough to exceed cheaply. */

@@ -18,7 +18,7 @@ import type { Query } from "../../src/api/TraceCall.js"
 import type { FeedbackCreateReq, FeedbackQueryReq } from "../../src/api/TraceMisc.js"
 import type { ApiError } from "../../src/client/ApiError.js"
 import * as TraceClient from "../../src/client/TraceClient.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
 import { Backend, clean, send } from "./support.js"
 

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Digest from "../../src/api/Digest.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
 import { Backend, call, clean } from "./support.js"
 

@@ -20,7 +20,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Call } from "../../src/api/TraceCall.js"
 import * as TraceClient from "../../src/client/TraceClient.js"
-import * as LocalBackend from "../../src/local/LocalBackend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
 import { Backend } from "./support.js"
 

@@ -4,20 +4,18 @@
  * provides its base URL and API key, for pointing the client layers at it in tests, examples and
  * `npm start`. The server stops, draining its requests, when the layer's scope closes.
  *
+ * Importing this module is cheap: the server, the store (SQLite) and the engine load when the layer is built,
+ * so a program that only talks to the hosted service never loads them.
+ *
  * @since 0.1.0
  */
 import type { PlatformError } from "@effect/platform/Error"
-import * as FileSystem from "@effect/platform/FileSystem"
 import type { ServeError } from "@effect/platform/HttpServerError"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { ConfigError } from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
-import * as ApiKey from "./server/ApiKey.js"
-import * as Server from "./server/Server.js"
-import * as Store from "./store/Store.js"
+import type * as Redacted from "effect/Redacted"
 
 /** The running backend: where it listens and the key it expects. */
 export interface Service {
@@ -42,25 +40,15 @@ export interface Options {
   readonly maxBodySize?: number | undefined
 }
 
-/** The embedded backend, started in-process on `127.0.0.1` and a free port. */
+/**
+ * The embedded backend, started in-process on `127.0.0.1` and a free port. Each backend is its own: two
+ * built side by side (even with one memo map) share nothing.
+ */
 export const layer = (options: Options = {}): Layer.Layer<LocalBackend, PlatformError | ServeError | ConfigError> =>
-  Layer.unwrapScoped(
-    Effect.gen(function* () {
-      const fs = yield* FileSystem.FileSystem
-      const dataDir = options.dataDir ?? (yield* fs.makeTempDirectoryScoped({ prefix: "effect-rl-" }))
-      const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
-      const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
-      const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
-        Layer.provide(Store.layer({ dataDir }))
-      )
-      // Built with a memo map of its own: the server's handlers and the store's repositories are module-level
-      // layers, which a memo map shared by two backends (two `it.layer`s, one runtime building two) would
-      // otherwise hand the second backend bound to the first one's store. The layer as a whole memoizes as usual.
-      return Layer.fresh(
-        Layer.effect(
-          LocalBackend,
-          Effect.map(Server.url, (url) => ({ url, apiKey, dataDir }))
-        ).pipe(Layer.provide(server))
-      )
-    })
-  ).pipe(Layer.provide(NodeContext.layer))
+  Layer.scoped(
+    LocalBackend,
+    Effect.flatMap(
+      Effect.promise(() => import("./local/internal/start.js")),
+      (implementation) => implementation.start(options)
+    )
+  )

@@ -1,0 +1,54 @@
+/**
+ * The embedded backend's start-up, loaded by `LocalBackend.layer` when it is built (so that importing the
+ * package loads no server, store or engine).
+ *
+ * @internal
+ */
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import type { ConfigError } from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as ApiKey from "../server/ApiKey.js"
+import * as Server from "../server/Server.js"
+import * as Store from "../store/Store.js"
+
+/** What `LocalBackend.layer` takes (see there). */
+export interface Options {
+  readonly dataDir?: string | undefined
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  readonly maxBodySize?: number | undefined
+}
+
+/** A running backend: where it listens, its key and its data directory. */
+export interface Running {
+  readonly url: string
+  readonly apiKey: Redacted.Redacted<string>
+  readonly dataDir: string
+}
+
+/**
+ * Starts the embedded backend in the current scope (stopped, draining, when it closes), on `127.0.0.1` and a
+ * free port. Its layers are built with a memo map of their own (`Layer.build`): the server's handlers and the
+ * store's repositories are module-level layers, which a memo map shared by two backends would otherwise hand
+ * the second one bound to the first one's store.
+ */
+export const start = (
+  options: Options
+): Effect.Effect<Running, PlatformError | ServeError | ConfigError, Scope.Scope> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const dataDir = options.dataDir ?? (yield* fs.makeTempDirectoryScoped({ prefix: "effect-rl-" }))
+    const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
+    const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
+    const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
+      Layer.provide(Store.layer({ dataDir }))
+    )
+    const context = yield* Layer.build(server)
+    const url = yield* Effect.provide(Server.url, context)
+    return { url, apiKey, dataDir }
+  }).pipe(Effect.provide(NodeContext.layer))

@@ -1,0 +1,71 @@
+/**
+ * Importing the package loads none of the embedded backend: the root and every client and workflow module
+ * load nothing under `src/local/` (nor SQLite, the HTTP server, Jinja or protobuf code) until a backend is
+ * built. Each import runs in a fresh `node` process (the sources through tsx), its modules listed by the
+ * loader hooks of scripts/import-trace.mjs. `bench/import.ts` measures what the import costs.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+
+const root = join(import.meta.dirname, "..", "..")
+
+/** The modules a fresh process loads to run `code` (an ES module body). */
+const modulesOf = (code: string): ReadonlyArray<string> => {
+  const dir = mkdtempSync(join(tmpdir(), "effect-rl-imports-"))
+  const trace = join(dir, "modules.txt")
+  try {
+    execFileSync(
+      process.execPath,
+      ["--import", "tsx/esm", "--import", "./scripts/import-trace.mjs", "--input-type=module", "-e", code],
+      { cwd: root, env: { ...process.env, IMPORT_TRACE_FILE: trace }, encoding: "utf8" }
+    )
+    return readFileSync(trace, "utf8")
+      .split("\n")
+      .filter((line) => line !== "")
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const backendParts =
+  /\/src\/local\/|better-sqlite3|sql-sqlite-node|NodeHttpServer|HttpApiBuilder|@huggingface\/jinja|protobufjs|otlpProtobuf/
+
+const light = [
+  "index",
+  "Backend",
+  "LocalBackend",
+  "client/TrainingClient",
+  "client/InferenceClient",
+  "client/TraceClient",
+  "workflow/Policy",
+  "workflow/Rollout",
+  "workflow/Reward",
+  "workflow/Gather",
+  "workflow/Trainer",
+  "workflow/TrainingLoop",
+  "workflow/Tracing"
+]
+
+describe("imports", () => {
+  it("the package root and the client and workflow modules load nothing of the embedded backend", {
+    timeout: 120_000
+  }, () => {
+    const code = light.map((m) => `await import("./src/${m}.ts")`).join("; ")
+    const modules = modulesOf(code)
+    // The trace saw the sources load (so an empty list cannot pass for a clean one).
+    expect(modules.some((url) => url.endsWith("/src/workflow/TrainingLoop.ts"))).toBe(true)
+    expect(modules.filter((url) => backendParts.test(url))).toEqual([])
+  })
+
+  it("building Backend.local() loads the backend (the check above would see it)", { timeout: 120_000 }, () => {
+    const modules = modulesOf(
+      `const { Backend } = await import("./src/index.ts"); const { Effect, Layer } = await import("effect");
+       await Effect.runPromise(Effect.scoped(Layer.build(Backend.local())))`
+    )
+    expect(modules.some((url) => url.includes("/src/local/server/Server.ts"))).toBe(true)
+    expect(modules.some((url) => /better-sqlite3/.test(url))).toBe(true)
+  })
+})
