@@ -33,8 +33,9 @@ export const sumReward = Reward.clamp(
   { min: 0, max: 1 }
 )
 
-// Group scorers see a whole group at once. Group-relative: each reward relative to its group (z-scores here).
-export const relative = Reward.groupRelative({ mode: "zscore" })
+// Group scorers see a whole group at once. Group-relative: trained on each reward relative to its group
+// (ranks here), while the reward reported stays the task's.
+export const relative = Reward.groupRelative({ mode: "rank" })
 
 // An LLM judge: every trajectory of a group scored in one call to any chat-completions model, against a
 // rubric; the rewards the rollouts had are kept as the metric `original_reward`.

@@ -4,10 +4,11 @@
  *
  * - A {@link Reward} scores one rollout; {@link fromFunction} and {@link constant} make simple ones, and
  *   {@link weighted}, {@link clamp}, {@link formatPenalty} and {@link map} combine them.
- * - A {@link GroupScorer} re-scores the finished rollouts of one group together: {@link groupRelative}
- *   (centered, z-scored or ranked within the group) and {@link judge} (a chat model scores the whole group in
- *   one call against a rubric); {@link sequence} chains them. Both keep the reward they replace as the metric
- *   `original_reward`.
+ * - A {@link GroupScorer} re-scores the finished rollouts of one group together: {@link judge} (a chat model
+ *   scores the whole group in one call against a rubric; its score becomes the reward, the one it replaced is
+ *   kept as the metric `original_reward`) and {@link groupRelative} (centered, z-scored or ranked within the
+ *   group: what is trained on, kept as the metric `relative_reward`, while the reward reported stays the
+ *   task's); {@link sequence} chains them.
  *
  * ```ts
  * interface Problem { readonly question: string; readonly answer: string }
@@ -85,6 +86,13 @@ export const normalize = (score: Score): Scored => (typeof score === "number" ? 
 
 /** The metric under which a group scorer keeps the reward it replaced. */
 export const ORIGINAL_REWARD = "original_reward"
+
+/**
+ * The metric under which {@link groupRelative} keeps a rollout's reward relative to its group. `Trainer.train`
+ * submits it as the trajectory's reward (what is trained on); the reward itself, which the loop reports and
+ * logs, stays the one the task gave.
+ */
+export const RELATIVE_REWARD = "relative_reward"
 
 /** A reward function from a plain (synchronous, pure) function. */
 export const fromFunction =
@@ -219,14 +227,18 @@ const keepOriginal = (item: Scoring<unknown, unknown>, reward: number, metrics: 
 export type RelativeMode = "centered" | "zscore" | "rank"
 
 /**
- * A group scorer replacing each reward by its value relative to the group:
+ * A group scorer that trains each rollout on its reward relative to the group:
  * - `centered`: the reward minus the group's mean;
  * - `zscore`: centered, divided by the group's population standard deviation (all 0 when the rewards are
  *   equal);
  * - `rank`: the fraction of the group's other rollouts it beats, a tie counting half (from 0 to 1; 0.5 in a
  *   group of one).
  *
- * The reward replaced is kept as the metric `original_reward` (unless a scorer before already kept one).
+ * The relative value is the metric {@link RELATIVE_REWARD}, which `Trainer.train` submits as the reward; the
+ * reward stays the task's, so progress, step logs, summaries and the log endpoint report what the rollouts
+ * earned. The trainer already takes advantages within each group (the reward minus the group's mean, divided
+ * by its standard deviation with `scale_rewards`), so `centered` trains exactly as no scorer does, and
+ * `zscore` too under `scale_rewards`; `rank` changes what is learned (ranks instead of magnitudes).
  */
 export const groupRelative =
   (options: { readonly mode: RelativeMode }): GroupScorer<unknown, unknown> =>
@@ -251,7 +263,12 @@ export const groupRelative =
           }
         }
       }
-      return group.map((item, i) => keepOriginal(item, relative(rewards[i]!, i)))
+      return group.map(
+        (item, i): Scored => ({
+          reward: item.score.reward,
+          metrics: { ...item.score.metrics, [RELATIVE_REWARD]: relative(rewards[i]!, i) }
+        })
+      )
     })
 
 type AnyScorer = GroupScorer<never, never, unknown, unknown>

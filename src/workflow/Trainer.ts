@@ -50,6 +50,7 @@ import type { ApiError } from "../client/ApiError.js"
 import { TrainingClient } from "../client/TrainingClient.js"
 import * as Internal from "./internal/trainer.js"
 import type { Trainable } from "./Policy.js"
+import { RELATIVE_REWARD } from "./Reward.js"
 import { type Conversation, SftData, type SftDataError, toJsonl } from "./SftData.js"
 
 /** A job ended with `training_failed`. */
@@ -150,7 +151,25 @@ export const log = Effect.fn("Trainer.log")(function* (
   return yield* client.log(policy.record.id, body, { idempotencyKey })
 })
 
-/** An RL job on the groups, followed to the end; the policy moves to the new step (see the module). */
+/**
+ * A group as it is trained on: a trajectory whose metrics carry {@link Reward.RELATIVE_REWARD} (set by
+ * `Reward.groupRelative`) is submitted with that value as its reward. The groups logged keep the task's reward.
+ */
+const trainedOn = (group: TrajectoryGroup): TrajectoryGroup =>
+  group.trajectories.some((t) => typeof t.metrics?.[RELATIVE_REWARD] === "number")
+    ? {
+        ...group,
+        trajectories: group.trajectories.map((t) => {
+          const relative = t.metrics?.[RELATIVE_REWARD]
+          return typeof relative === "number" ? { ...t, reward: relative } : t
+        })
+      }
+    : group
+
+/**
+ * An RL job on the groups, followed to the end; the policy moves to the new step (see the module). A
+ * trajectory with the metric `relative_reward` (`Reward.groupRelative`) is trained on that value.
+ */
 export const train = Effect.fn("Trainer.train")(function* (
   policy: Trainable,
   groups: ReadonlyArray<TrajectoryGroup>,
@@ -166,7 +185,7 @@ export const train = Effect.fn("Trainer.train")(function* (
   }
   const body: CreateTrainingJob = {
     model_id: policy.record.id,
-    trajectory_groups: kept,
+    trajectory_groups: kept.map(trainedOn),
     ...(options.config === undefined ? {} : { experimental_config: options.config })
   }
   const step = yield* policy.step

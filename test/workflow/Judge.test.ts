@@ -254,18 +254,21 @@ describe("Reward.judge", () => {
     })
   )
 
-  it.effect("then made group-relative: the reward is the centered judged score, original_reward the first", () =>
-    Effect.gen(function* () {
-      const { policy } = scripted([good])
-      const scorer: Reward.GroupScorer<{ readonly id: string }, string, Reward.JudgeError> = Reward.sequence(
-        Reward.judge({ policy, rubric: "Correct answers." }),
-        Reward.groupRelative({ mode: "centered" })
-      )
-      const scores = yield* scorer(group)
-      const center = (1 + 0.2 + 0) / 3
-      expect(scores.map((s) => s.reward)).toEqual([1 - center, 0.2 - center, 0 - center])
-      expect(scores.map((s) => s.metrics?.original_reward)).toEqual([1, 0, 0])
-    })
+  it.effect(
+    "then made group-relative: the reward is the judged score, trained on centered, original_reward the first",
+    () =>
+      Effect.gen(function* () {
+        const { policy } = scripted([good])
+        const scorer: Reward.GroupScorer<{ readonly id: string }, string, Reward.JudgeError> = Reward.sequence(
+          Reward.judge({ policy, rubric: "Correct answers." }),
+          Reward.groupRelative({ mode: "centered" })
+        )
+        const scores = yield* scorer(group)
+        const center = (1 + 0.2 + 0) / 3
+        expect(scores.map((s) => s.reward)).toEqual([1, 0.2, 0])
+        expect(scores.map((s) => s.metrics?.relative_reward)).toEqual([1 - center, 0.2 - center, 0 - center])
+        expect(scores.map((s) => s.metrics?.original_reward)).toEqual([1, 0, 0])
+      })
   )
 
   it("refuses a range whose min is above its max", () => {

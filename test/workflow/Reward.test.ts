@@ -151,16 +151,17 @@ describe("Reward", () => {
   })
 
   describe("groupRelative", () => {
-    const rewardsOf = (scores: ReadonlyArray<Reward.Scored>) => scores.map((s) => s.reward)
+    // What is trained on: the relative value, kept under its own name; the reward stays the task's.
+    const rewardsOf = (scores: ReadonlyArray<Reward.Scored>) => scores.map((s) => s.metrics?.[Reward.RELATIVE_REWARD])
 
-    it.effect("centered subtracts the mean and keeps the original reward and metrics", () =>
+    it.effect("centered subtracts the mean; the reward and the metrics stay as the task gave them", () =>
       Effect.gen(function* () {
         const scores = yield* Reward.groupRelative({ mode: "centered" })(groupOf([1, 2, 6]))
         expect(rewardsOf(scores)).toEqual([-2, -1, 3])
-        expect(scores.map((s) => s.metrics)).toEqual([
-          { turns: 0, original_reward: 1 },
-          { turns: 1, original_reward: 2 },
-          { turns: 2, original_reward: 6 }
+        expect(scores).toEqual([
+          { reward: 1, metrics: { turns: 0, relative_reward: -2 } },
+          { reward: 2, metrics: { turns: 1, relative_reward: -1 } },
+          { reward: 6, metrics: { turns: 2, relative_reward: 3 } }
         ])
       })
     )
@@ -185,7 +186,7 @@ describe("Reward", () => {
       })
     )
 
-    it.effect("sequence chains scorers; original_reward stays the first one kept", () =>
+    it.effect("sequence chains scorers; of two relative transforms the last is trained on, the reward stays", () =>
       Effect.gen(function* () {
         const scorer = Reward.sequence(
           Reward.groupRelative({ mode: "centered" }),
@@ -193,7 +194,8 @@ describe("Reward", () => {
         )
         const scores = yield* scorer(groupOf([10, 20, 30]))
         expect(rewardsOf(scores)).toEqual([0, 0.5, 1])
-        expect(scores.map((s) => s.metrics?.original_reward)).toEqual([10, 20, 30])
+        expect(scores.map((s) => s.reward)).toEqual([10, 20, 30])
+        expect(scores.map((s) => s.metrics?.original_reward)).toEqual([undefined, undefined, undefined])
       })
     )
 
@@ -207,7 +209,7 @@ describe("Reward", () => {
           })
         const failing: Reward.GroupScorer<unknown, unknown, Broken> = () => Effect.fail(new Broken({ why: "late" }))
         const scorer: Reward.GroupScorer<Problem, string, Broken> = Reward.sequence(double, double)
-        expect(rewardsOf(yield* scorer(groupOf([1, 3])))).toEqual([4, 12])
+        expect((yield* scorer(groupOf([1, 3]))).map((s) => s.reward)).toEqual([4, 12])
         expect(seen).toEqual([
           [1, 3],
           [2, 6]

@@ -3,16 +3,21 @@
  * validation is logged and evaluated, the loop stops at a target, and a loop interrupted mid-step resumes from
  * the model's latest checkpoint without redoing or skipping a step.
  */
+
+import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
+import * as Backend from "../../src/Backend.js"
 import { TrainingClient } from "../../src/client/TrainingClient.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
-import { pick, reward, TINY, WorkflowBackend } from "./support.js"
+import { API_KEY } from "../support/clients.js"
+import { pick, reward, TINY, WorkflowBackend, yesOrNo } from "./support.js"
 
 const SCENARIOS = ["a", "b", "c", "a", "b"]
 
@@ -141,6 +146,58 @@ describe("TrainingLoop against the embedded backend", () => {
         expect(summary.startStep).toBe(1)
         expect(yield* Ref.get(steps)).toEqual([0, 1, 2])
         expect(summary.finalStep).toBe(3)
+      })
+    )
+  })
+})
+
+describe("TrainingLoop with a group-relative scorer", () => {
+  // The bodies of the RL jobs the loop submits, read off the client's own request hook.
+  const jobs: Array<{
+    readonly trajectory_groups: ReadonlyArray<{ readonly trajectories: ReadonlyArray<{ readonly reward: number }> }>
+  }> = []
+  const recording = Backend.local({
+    apiKey: Redacted.make(API_KEY),
+    client: {
+      transformClient: HttpClient.tapRequest((request) =>
+        Effect.sync(() => {
+          if (request.url.endsWith("/v1/preview/training-jobs") && request.body._tag === "Uint8Array") {
+            jobs.push(JSON.parse(new TextDecoder().decode(request.body.body)))
+          }
+        })
+      )
+    }
+  })
+
+  layer(recording, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("reports the reward the task gave, rising, while it trains on the centred values", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "loop", name: "relative", base_model: TINY })
+        const summary = yield* TrainingLoop.run({
+          policy,
+          scenarios: ["Shall we?", "Ready?", "Is it on?"],
+          rollout: yesOrNo,
+          reward: Reward.fromFunction<string, string>(({ value }) => (value === "yes" ? 1 : 0)),
+          scoreGroup: Reward.groupRelative({ mode: "zscore" }),
+          groupsPerStep: 3,
+          rolloutsPerGroup: 8,
+          steps: 6,
+          gather: { progress: false }
+        })
+        const reported = summary.steps.map((s) => s.train.reward ?? Number.NaN)
+        // The task's reward: a fraction of "yes" answers, never the centred 0 of every step.
+        for (const r of reported) expect(r).toBeGreaterThanOrEqual(0)
+        expect(reported.some((r) => r > 0.05)).toBe(true)
+        expect((reported[4]! + reported[5]!) / 2).toBeGreaterThan((reported[0]! + reported[1]!) / 2)
+        // What was trained on: each group's z-scores (mean 0; 0 everywhere in a group of equal rewards).
+        expect(jobs).toHaveLength(6)
+        for (const job of jobs) {
+          for (const group of job.trajectory_groups) {
+            const rewards = group.trajectories.map((t) => t.reward)
+            expect(Math.abs(rewards.reduce((a, b) => a + b, 0) / rewards.length)).toBeLessThan(1e-9)
+          }
+        }
+        expect(summary.steps.every((s) => Math.abs(s.train.relative_reward ?? Number.NaN) < 1e-9)).toBe(true)
       })
     )
   })

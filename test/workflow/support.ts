@@ -29,3 +29,14 @@ export const pick = (scenario: string) =>
 
 /** 1 for the scenario's letter, else 0. */
 export const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
+
+/** One turn: the model answers "yes" or "no" (constrained). */
+export const yesOrNo = (question: string) =>
+  Effect.gen(function* () {
+    const completion = yield* Rollout.chat({
+      messages: [{ role: "user", content: question } as Message],
+      structured_outputs: { choice: ["yes", "no"] },
+      max_completion_tokens: 4
+    })
+    return completion.choices[0]?.message.content ?? ""
+  })
