@@ -1,115 +1,109 @@
 #!/usr/bin/env node
 /**
- * The `effect-rl` command.
+ * The `effect-rl` command, on `@effect/cli` (`--help` on every subcommand, `--version`, typed options).
  *
- * - `effect-rl --version`, `effect-rl --help`
  * - `effect-rl health`: the training service's health and system check
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
  * - `effect-rl base-models`: the trainable base models
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
- *   [--trace <entity/project>]`: trains one of the package's examples (`examples/`; without a name, lists them)
- *   on the hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process (data in
- *   a temporary directory unless `--data-dir`), traced into that project of the trace service with `--trace`,
- *   and prints its report
+ *   [--trace <entity/project>]`: trains one of the package's examples (without a name, lists them) on the
+ *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]`:
  *   the embedded local backend; the key also comes from `EFFECT_RL_API_KEY`, and with neither a key is
- *   generated, printed once and stored in the data directory (`api-key`, mode 0600) for the next start.
+ *   generated, printed once and stored in the data directory for the next start
  *
- * Configuration comes from the environment: `WANDB_API_KEY`, `EFFECT_RL_TRAINING_URL`,
- * `EFFECT_RL_INFERENCE_URL`, `EFFECT_RL_TRACE_URL`.
+ * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
+ * `--verbose`); exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
+ * interruption. `serve` and `train` load the server and the engine when they run; `health`, `--help` and the
+ * other commands load neither.
  *
  * @since 0.1.0
  */
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
 import * as InferenceClient from "../client/InferenceClient.js"
 import * as TrainingClient from "../client/TrainingClient.js"
-import * as Example from "../Example.js"
+import type * as Example from "../Example.js"
 import { version } from "../internal/version.js"
-import * as ApiKey from "../local/server/ApiKey.js"
-import * as Server from "../local/server/Server.js"
-import * as Store from "../local/store/Store.js"
-
-const usage = `effect-rl ${version}
-
-Usage:
-  effect-rl health                        the training service's health and system check
-  effect-rl models [--project <t/p>]      the inference service's model list
-  effect-rl base-models                   the trainable base models
-  effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
-                  [--trace <entity/project>]
-                                          train an example (hosted if WANDB_API_KEY is set, else local)
-  effect-rl serve [--host 127.0.0.1] [--port 0] [--data-dir ~/.effect-rl] [--api-key <key>]
-                  [--max-body-size <bytes>]
-                                          the embedded local backend (key also from EFFECT_RL_API_KEY)
-  effect-rl --version | --help
-
-Environment: WANDB_API_KEY, EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL, EFFECT_RL_TRACE_URL,
-EFFECT_RL_BASE_MODEL (train), EFFECT_RL_API_KEY (serve).`
+import { failed, render, usage } from "./failure.js"
 
 const json = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
-const flag = (args: ReadonlyArray<string>, name: string): string | undefined => {
-  const i = args.indexOf(name)
-  return i === -1 ? undefined : args[i + 1]
-}
+/** An option's value refused, in the command's own words (shown by @effect/cli, exit code 2). */
+const refuse = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
+
+/** An integer option within bounds, with a message naming the flag and the value given. */
+const integer = (name: string, what: string, bounds: { readonly min: number; readonly max: number }) =>
+  Options.text(name).pipe(
+    Options.mapEffect((raw) => {
+      const n = Number(raw)
+      return /^-?\d+$/.test(raw) && n >= bounds.min && n <= bounds.max
+        ? Effect.succeed(n)
+        : Effect.fail(refuse(`--${name} must be ${what}, got '${raw}'`))
+    })
+  )
+
+/** The hosted service's environment, checked before a command calls it. */
+const remote = (urlEnv: string) =>
+  Effect.suspend(() =>
+    process.env.WANDB_API_KEY === undefined && process.env[urlEnv] === undefined
+      ? Effect.fail(
+          failed(
+            `no WANDB_API_KEY is set: set it for the hosted service, or run \`effect-rl serve\` and set ${urlEnv} to the URL it prints and WANDB_API_KEY to its key`
+          )
+        )
+      : Effect.void
+  )
 
 const Clients = Layer.mergeAll(TrainingClient.layerConfig(), InferenceClient.layerConfig()).pipe(
   Layer.provide(NodeHttpClient.layerUndici)
 )
 
-const integer = (args: ReadonlyArray<string>, name: string) =>
-  Effect.suspend(() => {
-    const raw = flag(args, name)
-    if (raw === undefined) return Effect.succeed(undefined)
-    const n = Number(raw)
-    return Number.isInteger(n) && n >= 0 ? Effect.succeed(n) : Effect.fail(`${name} must be a non-negative integer`)
-  })
-
-/** `effect-rl serve`: runs the embedded backend until SIGINT/SIGTERM, printing its URL once it listens. */
-const serve = (args: ReadonlyArray<string>) =>
+const health = Command.make("health", {}, () =>
   Effect.gen(function* () {
-    const dataDir = resolve(flag(args, "--data-dir") ?? join(homedir(), ".effect-rl"))
-    const port = yield* integer(args, "--port")
-    const maxBodySize = yield* integer(args, "--max-body-size")
-    const { apiKey, source } = yield* ApiKey.resolve({
-      flag: flag(args, "--api-key"),
-      env: process.env.EFFECT_RL_API_KEY,
-      dataDir
-    })
-    const keyFile = join(dataDir, ApiKey.KEY_FILE)
-    if (source === "generated") {
-      yield* Console.log(`Generated API key (shown once, stored in ${keyFile}): ${Redacted.value(apiKey)}`)
-    } else if (source === "file") {
-      yield* Console.log(`Using the API key stored in ${keyFile}`)
-    }
-    const ready = Layer.effectDiscard(Effect.flatMap(Server.url, (url) => Console.log(`effect-rl serving on ${url}`)))
-    return yield* Layer.launch(
-      ready.pipe(
-        Layer.provide(Server.layer({ apiKey, host: flag(args, "--host"), port, maxBodySize })),
-        Layer.provide(Store.layer({ dataDir }))
-      )
+    yield* remote(TrainingClient.URL_ENV)
+    const client = yield* TrainingClient.TrainingClient
+    yield* json({ health: yield* client.health, system_check: yield* client.systemCheck })
+  }).pipe(Effect.provide(Clients))
+).pipe(Command.withDescription("the training service's health and system check"))
+
+const models = Command.make(
+  "models",
+  {
+    project: Options.text("project").pipe(
+      Options.withDescription("the project (team/project) to list for, sent as OpenAI-Project"),
+      Options.optional
     )
-  }).pipe(
-    Effect.catchIf(
-      (e): e is string => typeof e === "string",
-      (message) =>
-        Effect.zipRight(
-          Console.error(`effect-rl serve: ${message}`),
-          Effect.sync(() => {
-            process.exitCode = 2
-          })
-        )
-    ),
-    Effect.provide(NodeContext.layer)
-  )
+  },
+  ({ project }) =>
+    Effect.gen(function* () {
+      yield* remote(InferenceClient.URL_ENV)
+      const client = yield* InferenceClient.InferenceClient
+      yield* json(yield* client.listModels({ project: Option.getOrUndefined(project) }))
+    }).pipe(Effect.provide(Clients))
+).pipe(Command.withDescription("the inference service's model list"))
+
+const baseModels = Command.make("base-models", {}, () =>
+  Effect.gen(function* () {
+    yield* remote(TrainingClient.URL_ENV)
+    const client = yield* TrainingClient.TrainingClient
+    yield* json(yield* client.listBaseModels)
+  }).pipe(Effect.provide(Clients))
+).pipe(Command.withDescription("the trainable base models"))
 
 /**
  * The examples' registry (`examples/index`): beside `src/` when this runs from source (tsx), in `dist/examples/`
@@ -124,73 +118,143 @@ const loadExamples = Effect.promise(
     }>
 ).pipe(Effect.map((module) => module.examples))
 
-/** `effect-rl train <example>`: loads the example module and runs it with its report. */
-const train = (args: ReadonlyArray<string>) =>
-  Effect.gen(function* () {
-    const examples = yield* loadExamples
-    const names = Object.keys(examples).sort()
-    const name = args[0]
-    if (name === undefined || name.startsWith("--")) {
-      return yield* Console.log(`examples: ${names.join(", ")}\nrun one with: effect-rl train <example>`)
-    }
-    const example = examples[name]
-    if (example === undefined) return yield* Effect.fail(`unknown example '${name}'; examples: ${names.join(", ")}`)
-    const options = yield* Effect.try({
-      try: () => Example.parseArgs(args.slice(1)),
-      catch: (error) => (error instanceof Error ? error.message : String(error))
-    })
-    yield* Example.run(example, options)
-  }).pipe(
-    Effect.catchIf(
-      (e): e is string => typeof e === "string",
-      (message) =>
-        Effect.zipRight(
-          Console.error(`effect-rl train: ${message}`),
-          Effect.sync(() => {
-            process.exitCode = 2
-          })
-        )
+const train = Command.make(
+  "train",
+  {
+    example: Args.text({ name: "example" }).pipe(
+      Args.withDescription("the example to train (without one, the list)"),
+      Args.optional
+    ),
+    steps: integer("steps", "a positive integer", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
+      Options.withDescription("training steps (default: the example's)"),
+      Options.optional
+    ),
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDescription("keep the embedded backend's data here (default: a temporary directory)"),
+      Options.optional
+    ),
+    baseModel: Options.text("base-model").pipe(
+      Options.withDescription("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)"),
+      Options.optional
+    ),
+    model: Options.text("model").pipe(Options.withDescription("the trained model's name"), Options.optional),
+    trace: Options.text("trace").pipe(
+      Options.mapEffect((project) =>
+        /^[^/\s]+\/[^/\s]+$/.test(project)
+          ? Effect.succeed(project)
+          : Effect.fail(refuse(`--trace must be a project as entity/project, got '${project}'`))
+      ),
+      Options.withDescription("trace the run into this project (entity/project) of the trace service"),
+      Options.optional
     )
-  )
+  },
+  (flags) =>
+    Effect.gen(function* () {
+      const examples = yield* loadExamples
+      const names = Object.keys(examples).sort()
+      if (Option.isNone(flags.example)) {
+        return yield* Console.log(`examples: ${names.join(", ")}\nrun one with: effect-rl train <example>`)
+      }
+      const example = examples[flags.example.value]
+      if (example === undefined) {
+        return yield* usage(`unknown example '${flags.example.value}'; examples: ${names.join(", ")}`)
+      }
+      const { run } = yield* Effect.promise(() => import("../Example.js"))
+      const dataDir = Option.getOrUndefined(flags.dataDir)
+      yield* run(example, {
+        ...(Option.isSome(flags.steps) ? { steps: flags.steps.value } : {}),
+        baseModel: Option.getOrUndefined(flags.baseModel),
+        modelName: Option.getOrUndefined(flags.model),
+        ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
+        ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {})
+      })
+    })
+).pipe(Command.withDescription("train one of the package's examples (hosted if WANDB_API_KEY is set, else locally)"))
 
-const main = (args: ReadonlyArray<string>): Effect.Effect<void, unknown> => {
-  const [command, ...rest] = args
-  switch (command) {
-    case "--version":
-    case "-v":
-      return Console.log(version)
-    case undefined:
-    case "--help":
-    case "-h":
-    case "help":
-      return Console.log(usage)
-    case "health":
-      return Effect.gen(function* () {
-        const client = yield* TrainingClient.TrainingClient
-        yield* json({ health: yield* client.health, system_check: yield* client.systemCheck })
-      }).pipe(Effect.provide(Clients))
-    case "models":
-      return Effect.gen(function* () {
-        const client = yield* InferenceClient.InferenceClient
-        yield* json(yield* client.listModels({ project: flag(rest, "--project") }))
-      }).pipe(Effect.provide(Clients))
-    case "base-models":
-      return Effect.gen(function* () {
-        const client = yield* TrainingClient.TrainingClient
-        yield* json(yield* client.listBaseModels)
-      }).pipe(Effect.provide(Clients))
-    case "serve":
-      return serve(rest)
-    case "train":
-      return train(rest)
-    default:
-      return Effect.zipRight(
-        Console.error(`effect-rl: unknown command '${command}'\n\n${usage}`),
-        Effect.sync(() => {
-          process.exitCode = 2
+const serve = Command.make(
+  "serve",
+  {
+    host: Options.text("host").pipe(
+      Options.withDescription("the address to listen on"),
+      Options.withDefault("127.0.0.1")
+    ),
+    port: integer("port", "a port from 0 to 65535", { min: 0, max: 65_535 }).pipe(
+      Options.withDescription("the port (0: a free one)"),
+      Options.withDefault(0)
+    ),
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDescription("where the store and the key live"),
+      Options.withDefault(join(homedir(), ".effect-rl"))
+    ),
+    apiKey: Options.text("api-key").pipe(
+      Options.withDescription("the key clients must send (also EFFECT_RL_API_KEY; default: stored, else generated)"),
+      Options.optional
+    ),
+    maxBodySize: integer("max-body-size", "a positive number of bytes", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
+      Options.withDescription("the largest request body accepted, in bytes (default 64 MiB)"),
+      Options.optional
+    )
+  },
+  (flags) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./serve.js")),
+      (implementation) =>
+        implementation.serve({
+          host: flags.host,
+          port: flags.port,
+          dataDir: resolve(flags.dataDir),
+          apiKey: Option.getOrUndefined(flags.apiKey),
+          maxBodySize: Option.getOrUndefined(flags.maxBodySize)
         })
-      )
-  }
-}
+    )
+).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
 
-main(process.argv.slice(2)).pipe(NodeRuntime.runMain({ disableErrorReporting: false }))
+const root = Command.make("effect-rl", {}, () =>
+  Console.log(
+    `effect-rl ${version}: health, models, base-models, train, serve\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
+  )
+).pipe(Command.withSubcommands([health, models, baseModels, train, serve]))
+
+const cli = Command.run(root, { name: "effect-rl", version })
+
+/** Flags that take a value: one given none (last, or followed by another flag) is refused by name. */
+const VALUED = new Set([
+  "--project",
+  "--steps",
+  "--data-dir",
+  "--base-model",
+  "--model",
+  "--trace",
+  "--host",
+  "--port",
+  "--api-key",
+  "--max-body-size"
+])
+
+const missingValue = (args: ReadonlyArray<string>): string | undefined =>
+  args.find((arg, i) => VALUED.has(arg) && (args[i + 1] === undefined || args[i + 1]!.startsWith("--")))
+
+const argv = process.argv.filter((arg) => arg !== "--verbose")
+const verbose = argv.length !== process.argv.length
+const command = ["effect-rl", argv.slice(2).find((arg) => !arg.startsWith("-"))].filter(Boolean).join(" ")
+const missing = missingValue(argv.slice(2))
+
+const program = (missing === undefined ? cli(argv) : Effect.fail(usage(`${missing} needs a value`))) as Effect.Effect<
+  void,
+  unknown
+>
+
+program.pipe(
+  Effect.provide(NodeContext.layer),
+  Effect.exit,
+  Effect.flatMap((exit) => {
+    if (Exit.isSuccess(exit)) return Effect.void
+    const { exitCode, sentence } = render(command, exit.cause)
+    return Effect.sync(() => {
+      if (sentence !== undefined) console.error(sentence)
+      if (verbose && exitCode !== 130) console.error(Cause.pretty(exit.cause))
+      process.exitCode = exitCode
+    })
+  }),
+  NodeRuntime.runMain({ disableErrorReporting: true })
+)

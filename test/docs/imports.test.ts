@@ -4,7 +4,7 @@
  * built. Each import runs in a fresh `node` process (the sources through tsx), its modules listed by the
  * loader hooks of scripts/import-trace.mjs. `bench/import.ts` measures what the import costs.
  */
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -58,6 +58,28 @@ describe("imports", () => {
     // The trace saw the sources load (so an empty list cannot pass for a clean one).
     expect(modules.some((url) => url.endsWith("/src/workflow/TrainingLoop.ts"))).toBe(true)
     expect(modules.filter((url) => backendParts.test(url))).toEqual([])
+  })
+
+  it("the command's --help and health load neither the server nor the engine", { timeout: 120_000 }, () => {
+    const dir = mkdtempSync(join(tmpdir(), "effect-rl-imports-"))
+    const trace = join(dir, "modules.txt")
+    try {
+      for (const args of [["--help"], ["health"], ["serve", "--help"]]) {
+        const { WANDB_API_KEY: _, EFFECT_RL_TRAINING_URL: __, ...env } = process.env
+        spawnSync(
+          process.execPath,
+          ["--import", "tsx/esm", "--import", "./scripts/import-trace.mjs", "src/cli/main.ts", ...args],
+          { cwd: root, env: { ...env, IMPORT_TRACE_FILE: trace }, encoding: "utf8" }
+        )
+      }
+      const modules = readFileSync(trace, "utf8")
+        .split("\n")
+        .filter((line) => line !== "")
+      expect(modules.some((url) => url.endsWith("/src/cli/main.ts"))).toBe(true)
+      expect(modules.filter((url) => backendParts.test(url) || /\/src\/local\//.test(url))).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("building Backend.local() loads the backend (the check above would see it)", { timeout: 120_000 }, () => {

@@ -1,0 +1,57 @@
+/**
+ * `effect-rl serve`: the embedded backend until SIGINT or SIGTERM, its URL printed once it listens. Loaded by
+ * the command only when `serve` runs, so that the other commands (and `--help`) load no server or engine.
+ *
+ * @since 0.1.0
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as ApiKey from "../local/server/ApiKey.js"
+import * as Server from "../local/server/Server.js"
+import * as Store from "../local/store/Store.js"
+import { failed } from "./failure.js"
+
+/** The flags of `serve`, validated. */
+export interface ServeOptions {
+  readonly host: string
+  readonly port: number
+  readonly dataDir: string
+  readonly apiKey: string | undefined
+  readonly maxBodySize: number | undefined
+}
+
+/** Runs the embedded backend over `dataDir` until interrupted. */
+export const serve = (options: ServeOptions) =>
+  Effect.gen(function* () {
+    const { apiKey, source } = yield* ApiKey.resolve({
+      flag: options.apiKey,
+      env: process.env.EFFECT_RL_API_KEY,
+      dataDir: options.dataDir
+    }).pipe(Effect.mapError((error) => failed(`cannot use the data directory ${options.dataDir}: ${error.message}`)))
+    const keyFile = `${options.dataDir}/${ApiKey.KEY_FILE}`
+    if (source === "generated") {
+      yield* Console.log(`Generated API key (shown once, stored in ${keyFile}): ${Redacted.value(apiKey)}`)
+    } else if (source === "file") {
+      yield* Console.log(`Using the API key stored in ${keyFile}`)
+    }
+    const ready = Layer.effectDiscard(Effect.flatMap(Server.url, (url) => Console.log(`effect-rl serving on ${url}`)))
+    return yield* Layer.launch(
+      ready.pipe(
+        Layer.provide(
+          Server.layer({ apiKey, host: options.host, port: options.port, maxBodySize: options.maxBodySize })
+        ),
+        Layer.provide(Store.layer({ dataDir: options.dataDir }))
+      )
+    ).pipe(
+      Effect.catchTag("ServeError", (error) =>
+        Effect.fail(
+          failed(
+            `cannot listen on ${options.host}:${options.port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
+          )
+        )
+      )
+    )
+  }).pipe(Effect.provide(NodeContext.layer))
