@@ -6,19 +6,19 @@
  * @since 0.1.0
  */
 
-/** Chat completions: request, response, chunk, choice, logprobs and usage (seed 4.3, 2.7). */
+/** Chat completions: request, response, chunk, choice, logprobs and usage. */
 export * as ChatCompletion from "./api/ChatCompletion.js"
-/** Chat messages, content parts, tools and tool calls (seed 2.6). */
+/** Chat messages, content parts, tools and tool calls. */
 export * as ChatMessage from "./api/ChatMessage.js"
 /** Content digests of the trace service (objects, rows, tables, files). */
 export * as Digest from "./api/Digest.js"
 /** The training service's health endpoints. */
 export * as Health from "./api/Health.js"
-/** The 422 validation error body (seed 2.2). */
+/** The 422 validation error body. */
 export * as HttpValidationError from "./api/HttpValidationError.js"
 /** The inference service defined as an `HttpApi`. */
 export * as InferenceApi from "./api/InferenceApi.js"
-/** The inference model list (seed 2.8). */
+/** The inference model list. */
 export * as InferenceModel from "./api/InferenceModel.js"
 /** JSON values on the wire. */
 export * as Json from "./api/Json.js"

@@ -1,5 +1,5 @@
 /**
- * The chat-completions request and response (seed sections 4.3 and 2.7), the streaming chunk, and the
+ * The chat-completions request and response, the streaming chunk, and the
  * choice, message, logprobs and usage objects inside them. The request carries every field of 4.3 and
  * checks its constraints, so a bad request fails before it is sent, naming the field.
  *
@@ -78,7 +78,7 @@ export const ResponseToolCall = Schema.Struct({
 /** @see {@link ResponseToolCall} */
 export type ResponseToolCall = typeof ResponseToolCall.Type
 
-/** The message of a response choice (seed 2.7). */
+/** The message of a response choice. */
 export const ResponseMessage = Schema.Struct({
   role: Schema.String,
   content: Schema.optional(Schema.NullOr(Schema.String)),
@@ -135,7 +135,7 @@ export type PromptLogprob = typeof PromptLogprob.Type
 /** The service tiers of the convention. */
 export const ServiceTier = Schema.Literal("auto", "default", "flex", "scale", "priority")
 
-/** The chat completion response (seed 2.7). */
+/** The chat completion response. */
 export const ChatCompletion = Schema.Struct({
   id: Schema.optional(Schema.String),
   object: Schema.optional(Schema.Literal("chat.completion")),
@@ -352,7 +352,7 @@ const RequestFields = Schema.Struct({
 })
 
 /**
- * The chat completion request (seed 4.3) with every field, and the checks across fields the engine makes:
+ * The chat completion request with every field, and the checks across fields the engine makes:
  * `continue_final_message` needs `add_generation_prompt: false` (it defaults to true), `top_logprobs > 0`
  * needs `logprobs: true`, `stream_options` and `prompt_logprobs` go only with and without `stream`.
  */

@@ -1,5 +1,5 @@
 /**
- * Chat messages as the chat-completions convention sends them (seed section 2.6): the developer, system,
+ * Chat messages as the chat-completions convention sends them: the developer, system,
  * user, assistant, tool, function and custom-role messages, the generic (author-based) message, their
  * content parts, tool definitions and tool calls.
  *

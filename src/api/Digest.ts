@@ -1,5 +1,5 @@
 /**
- * Content digests of the trace service, computed exactly as the service computes them (trace-service.md):
+ * Content digests of the trace service, computed exactly as the service computes them:
  *
  * - a string or byte digest is the SHA-256 of the bytes, in URL-safe base64 without padding, with `-`
  *   replaced by `X` and `_` by `Y` (43 characters of `[A-Za-z0-9]`);

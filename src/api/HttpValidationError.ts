@@ -1,5 +1,5 @@
 /**
- * The validation error body shared by the training and trace services (seed section 2.2): the FastAPI
+ * The validation error body shared by the training and trace services: the FastAPI
  * `HTTPValidationError`, returned with status 422 when a request fails its schema.
  *
  * @since 0.1.0

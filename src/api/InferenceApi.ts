@@ -1,5 +1,5 @@
 /**
- * The inference service (surface C) defined once as a platform `HttpApi`: the model list of seed 4.4, and
+ * The inference service (surface C) defined once as a platform `HttpApi`: the model list, and
  * the chat completions the inference host also serves.
  *
  * @since 0.1.0

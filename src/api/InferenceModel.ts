@@ -1,5 +1,5 @@
 /**
- * The model list of the inference service (surface C, seed 2.8); the embedded backend also serves it.
+ * The model list of the inference service (surface C); the embedded backend also serves it.
  *
  * @since 0.1.0
  */

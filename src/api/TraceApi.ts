@@ -1,11 +1,11 @@
 /**
- * The trace service (surface A) defined once, as a platform `HttpApi`: every endpoint of seed 4.1 with its path
+ * The trace service (surface A) defined once, as a platform `HttpApi`: every endpoint of its published API with its path
  * exactly as the seed spells it, the aliases the service also serves (`/otel/v1/traces`, `/files/create`,
  * `/files/content`), and the dataset delete `DELETE /v2/{entity}/{project}/datasets/{object_id}`. The trace
  * client derives its calls from these definitions and the embedded backend its routes.
  *
  * Every endpoint declares the service's error bodies (`TraceError`: 400, 403, 404, 413) and the 422
- * `HTTPValidationError` of seed 2.2, at the level of the whole api.
+ * `HTTPValidationError`, at the level of the whole api.
  *
  * Bodies that are not one JSON document are declared raw:
  * - the JSON-lines answers (`calls/stream_query`, `table/query_stream`, `threads/stream_query`,
@@ -329,7 +329,7 @@ export const completionsCreateStream = HttpApiEndpoint.post("completionsCreateSt
 
 /**
  * `DELETE /v2/{entity}/{project}/datasets/{object_id}?digests=a&digests=b` (Dataset Delete): with digests only
- * those versions, without them all versions (seed 4.1 rules 1-4).
+ * those versions, without them all versions.
  */
 export const datasetDelete = HttpApiEndpoint.del("datasetDelete", "/v2/:entity/:project/datasets/:object_id")
   .setPath(DatasetDeletePath)

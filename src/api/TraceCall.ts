@@ -1,5 +1,5 @@
 /**
- * Calls of the trace service (surface A, seed 4.1; shapes from `trace-api.openapi.json` and trace-service.md):
+ * Calls of the trace service (surface A; shapes from its published OpenAPI document and its SDK's behaviour):
  * the call record, start, end, the batched upsert, read, update, delete, the streamed query with its filter, the
  * query language (`{"$expr": ...}`) and `sort_by`, and the query statistics. The query language and `SortBy`
  * are shared by the feedback and cost queries.
@@ -72,7 +72,7 @@ export interface ConvertOperation {
   readonly $convert: { readonly input: Operand; readonly to: ConvertTo }
 }
 
-/** `{"$size": operand}`: the length of a list or a string (in the OpenAPI document, not in trace-service.md). */
+/** `{"$size": operand}`: the length of a list or a string (in the published OpenAPI document). */
 export interface SizeOperation {
   readonly $size: Operand
 }

@@ -1,5 +1,5 @@
 /**
- * The error bodies of the trace service (trace-service.md, "Errors"): `{"reason": "..."}` with status 400
+ * The error bodies of the trace service: `{"reason": "..."}` with status 400
  * (invalid request), 403 (invalid field), 404 (not found; a deleted object adds `deleted_at`) and 413 (too
  * large). Each status has its own class, so a server handler says which one it means and the body carries no
  * tag; the 422 body is `HttpValidationError.HTTPValidationError`.

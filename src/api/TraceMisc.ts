@@ -1,5 +1,5 @@
 /**
- * The rest of the trace service (surface A, seed 4.1): feedback, costs, threads, completions, the OpenTelemetry
+ * The rest of the trace service (surface A): feedback, costs, threads, completions, the OpenTelemetry
  * export, health and server info.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 /**
- * Objects, tables, refs and files of the trace service (surface A, seed 4.1), and the dataset deletion
- * result (seed 2.1). Object and row digests are computed as `Digest` says; an object's version is addressed by
+ * Objects, tables, refs and files of the trace service (surface A), and the dataset deletion
+ * result. Object and row digests are computed as `Digest` says; an object's version is addressed by
  * its content digest, `latest`, or `vN`.
  *
  * @since 0.1.0
@@ -171,7 +171,7 @@ export const ObjDeleteRes = Schema.Struct({
 export type ObjDeleteRes = typeof ObjDeleteRes.Type
 
 // ---------------------------------------------------------------------------------------------------------------
-// Datasets (seed 4.1 Dataset Delete, 2.1)
+// Datasets (dataset deletion)
 // ---------------------------------------------------------------------------------------------------------------
 
 /** The path of `DELETE /v2/{entity}/{project}/datasets/{object_id}`. */
@@ -193,7 +193,7 @@ export const DatasetDeleteParams = Schema.Struct({
 /** @see {@link DatasetDeleteParams} */
 export type DatasetDeleteParams = typeof DatasetDeleteParams.Type
 
-/** The dataset deletion result (seed 2.1): the number of dataset versions deleted. */
+/** The dataset deletion result: the number of dataset versions deleted. */
 export const DatasetDeleteRes = Schema.Struct({ num_deleted: Schema.Int }).annotations({
   identifier: "DatasetDeleteRes"
 })

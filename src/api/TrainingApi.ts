@@ -1,5 +1,5 @@
 /**
- * The training service (surface B) defined once, as a platform `HttpApi`: every endpoint of seed 4.2 plus
+ * The training service (surface B) defined once, as a platform `HttpApi`: every endpoint of its published API plus
  * `GET /v1/preview/base-models`, with its path, query, body and success schemas. The clients derive their
  * calls from these definitions and the embedded backend its routes, so the two cannot drift apart.
  *

@@ -30,7 +30,7 @@ export const ImportanceSamplingLevel = Schema.Literal("token", "sequence", "aver
 export type ImportanceSamplingLevel = typeof ImportanceSamplingLevel.Type
 
 /**
- * `experimental_config` of an RL job (seed 2.5, and the keys the current published document adds). Every key
+ * `experimental_config` of an RL job (the keys of the current published document). Every key
  * is optional and nullable; keys it does not name are kept, when decoding and when encoding, since clients
  * send a superset and the service tolerates it.
  */

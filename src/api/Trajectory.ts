@@ -1,5 +1,5 @@
 /**
- * Trajectories as the training service takes them (seed section 2.4): the messages sent as context mixed
+ * Trajectories as the training service takes them: the messages sent as context mixed
  * with the choices sampled (the trainable assistant turns), the reward, and what else a rollout recorded.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * The client of the inference service (surface C): the model list of seed 4.4 and chat completions on the
+ * The client of the inference service (surface C): the model list and chat completions on the
  * inference host. An optional project (`<team>/<project>`) is sent as `OpenAI-Project` for usage tracking.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * The client of the trace service (surface A): a method for each of the 33 endpoints of seed 4.1 and the
+ * The client of the trace service (surface A): a method for each of its 33 endpoints and the
  * dataset delete, as Effects and Streams failing with `ApiError` (a `{"reason": ...}` body becomes its
  * `description`). The JSON-lines answers (`calls/stream_query`, `table/query_stream`, `threads/stream_query`,
  * `completions/create_stream`) are Streams decoding one line at a time; a line that does not decode fails the

@@ -1,5 +1,5 @@
 /**
- * The client of the training service (surface B): a method for every endpoint of seed 4.2, plus the
+ * The client of the training service (surface B): a method for every endpoint of its published API, plus the
  * trainable base models, as Effects and Streams failing with `ApiError`.
  *
  * GET and DELETE calls and chat completions are retried on 408, 409, 429, >= 500, transport failures and

@@ -1,6 +1,6 @@
 /**
- * The metrics a client computes over a set of trajectory groups (`rl-math.md`, "Metrics a client
- * computes"), as a pure function: the same numbers the log endpoint of the embedded backend returns.
+ * The metrics a client computes over a set of trajectory groups (as the reference client
+ * of the training service computes them), as a pure function: the same numbers the log endpoint of the embedded backend returns.
  *
  * - `reward`: the mean reward over trajectories;
  * - `reward_std_dev`: the mean, over groups with more than one trajectory, of the group's population std;

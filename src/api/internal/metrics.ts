@@ -1,6 +1,6 @@
 /**
- * The metrics a client computes when it logs a set of trajectory groups (`rl-math.md`, "Metrics a client
- * computes"); the log endpoint stores them and returns them.
+ * The metrics a client computes when it logs a set of trajectory groups (as the reference
+ * client of the training service computes them); the log endpoint stores them and returns them.
  *
  * - `reward`: the mean reward over trajectories;
  * - `reward_std_dev`: the mean, over groups with more than one trajectory, of the group's population std;

@@ -1,5 +1,5 @@
 /**
- * The local engine's chat template: renders a conversation (every message kind of seed 2.6) into the token
+ * The local engine's chat template: renders a conversation (every message kind of chat completions) into the token
  * ids the policy reads, and renders a trajectory into a `TrainingSequence` whose context is exactly what the
  * sampler saw as prompt.
  *

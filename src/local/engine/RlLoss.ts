@@ -1,10 +1,11 @@
 /**
- * The RL loss of `rl-math.md`, as pure functions: group advantages, token weights, `advantage_balance`, the
+ * The RL loss of the training service (the formulas its `experimental_config` keys control), as pure
+ * functions: group advantages, token weights, `advantage_balance`, the
  * importance ratio at the four `importance_sampling_level`s, the PPO and CISPO losses with their clip bounds,
  * `max_negative_advantage_importance_sampling_weight`, `mask_prob_ratio`, `kimi_k2_tau`, and the gradient of
  * the loss with respect to the new logprobs (which the policy's backward pass takes from there).
  *
- * Where `rl-math.md` is silent, the reference trainer's behaviour is followed and said so: the loss is CISPO
+ * Where those formulas are silent, the reference trainer's behaviour is followed and said so: the loss is CISPO
  * unless `ppo` (or `loss_fn: "ppo"`) asks for PPO; `scale_rewards` defaults to true; the normalisation
  * `A <- A / mean(|A| w)` is applied whatever `advantage_balance` is (0 included); a set
  * `truncated_importance_sampling` U scales each token's loss by the detached `min(exp(l_old - l_orig), U)`

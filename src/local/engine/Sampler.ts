@@ -1,5 +1,5 @@
 /**
- * The local engine's sampler: serves a chat-completions request (seed 4.3) from a `LanguageModel`, as a
+ * The local engine's sampler: serves a chat-completions request from a `LanguageModel`, as a
  * whole `ChatCompletion` (`complete`) or as the ordered `ChatCompletionChunk`s of a stream (`completeStream`).
  * It follows the conventions of the vLLM OpenAI-compatible engine.
  *

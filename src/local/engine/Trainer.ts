@@ -1,5 +1,5 @@
 /**
- * Training the local policy: RL on trajectory groups (the loss of `rl-math.md`, see `RlLoss`) and SFT
+ * Training the local policy: RL on trajectory groups (the training service's loss, see `RlLoss`) and SFT
  * (cross-entropy on the tokens to learn), each step a forward and backward pass of the policy over a packed
  * batch and an AdamW update.
  *

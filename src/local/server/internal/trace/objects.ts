@@ -227,7 +227,7 @@ export const objDelete = ({ payload }: { readonly payload: ObjDeleteReq }) =>
 const objectIdPattern = /^[\p{L}\p{N}_.-]+$/u
 
 /**
- * `DELETE /v2/{entity}/{project}/datasets/{object_id}`: 422 (seed 2.2) on an invalid path or digest; 404 when
+ * `DELETE /v2/{entity}/{project}/datasets/{object_id}`: 422 on an invalid path or digest; 404 when
  * nothing matches, or when the live object of that id is not a dataset (its base class is not `Dataset`).
  */
 export const datasetDelete = ({
