@@ -1,8 +1,11 @@
 /**
  * Create a model, submit an RL training job, and follow its events: the training client on its own.
  *
- * Run against the hosted service with `WANDB_API_KEY` set, or against any deployment with
- * `EFFECT_RL_TRAINING_URL`: `npx tsx examples/quickstart.ts`.
+ * Run against the hosted service with `WANDB_API_KEY` set, or against the embedded backend: start
+ * `effect-rl serve`, then set `EFFECT_RL_TRAINING_URL` to the URL it prints and `WANDB_API_KEY` to its key, and
+ * run `npx tsx examples/quickstart.ts`. Expect the model's id, the job's id, then its events from
+ * `training_started` to `training_ended` (the group has no sampled turn, so there is nothing to learn: no
+ * `gradient_step` on the embedded backend).
  */
 import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Stream } from "effect"
@@ -11,10 +14,14 @@ import { TrainingClient } from "effect-rl"
 const program = Effect.gen(function* () {
   const client = yield* TrainingClient.TrainingClient
 
+  // A base model the service trains: EFFECT_RL_BASE_MODEL, else the first one it lists.
+  const baseModel = process.env.EFFECT_RL_BASE_MODEL ?? (yield* client.listBaseModels)[0]
+  if (baseModel === undefined) return yield* Console.error("the service lists no trainable base model")
+
   const model = yield* client.createModel({
     project: "quickstart",
     name: "agent-001",
-    base_model: "OpenPipe/Qwen3-14B-Instruct",
+    base_model: baseModel,
     return_existing: true
   })
   yield* Console.log(`model ${model.id} (${model.entity}/${model.project}/${model.name})`)

@@ -145,7 +145,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
         const weights = saveCheckpoint(base.policy, base.optimizer)
         const result = { weights, metrics: trained.metrics, step: base.step + 1 }
         const job = (yield* Effect.uninterruptible(jobs.succeed(claimed.job.id, result))).job
-        yield* Effect.logInfo(endedLine(claimed.job.id, claimed.job.kind, result.step, trained.leftOut))
+        // Quiet unless the events had to leave values out (the trainer's own progress says the rest).
+        const line = endedLine(claimed.job.id, claimed.job.kind, result.step, trained.leftOut)
+        yield* trained.leftOut.size > 0 ? Effect.logWarning(line) : Effect.logDebug(line)
         return job
       })
 

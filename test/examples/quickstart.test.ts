@@ -1,0 +1,53 @@
+/**
+ * The README's client example (`examples/quickstart.ts`) runs unchanged against the embedded backend, as the
+ * README says: a real process, `EFFECT_RL_TRAINING_URL` and `WANDB_API_KEY` pointing at a running backend,
+ * its base model the first one the backend lists.
+ */
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import { describe, expect, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as LocalBackend from "../../src/LocalBackend.js"
+
+const root = join(import.meta.dirname, "..", "..")
+
+const runScript = (file: string, env: Record<string, string>) =>
+  Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
+    const { EFFECT_RL_BASE_MODEL: _, ...inherited } = process.env
+    const child = spawn(process.execPath, ["--import", "tsx", file], {
+      cwd: root,
+      env: { ...inherited, ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    child.stdout.on("data", (chunk) => {
+      output += chunk
+    })
+    child.stderr.on("data", (chunk) => {
+      output += chunk
+    })
+    child.once("exit", (code) => resume(Effect.succeed({ code, output })))
+    return Effect.sync(() => child.kill())
+  })
+
+describe("examples/quickstart.ts", () => {
+  layer(LocalBackend.layer(), { excludeTestServices: true, timeout: "60 seconds" })(
+    "against the embedded backend",
+    (it) => {
+      it.effect("creates a model on the listed base model, trains one job and follows it to its end", () =>
+        Effect.gen(function* () {
+          const backend = yield* LocalBackend.LocalBackend
+          const { code, output } = yield* runScript("examples/quickstart.ts", {
+            EFFECT_RL_TRAINING_URL: backend.url,
+            WANDB_API_KEY: Redacted.value(backend.apiKey)
+          })
+          expect(code, output).toBe(0)
+          expect(output).toMatch(/model [0-9a-f-]{36} \(\S+\/quickstart\/agent-001\)/)
+          expect(output).toMatch(/^training_started /m)
+          expect(output).toMatch(/^training_ended /m)
+        })
+      )
+    }
+  )
+})
