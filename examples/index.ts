@@ -5,12 +5,14 @@
 import type { Example } from "effect-rl"
 import { example as arithmetic } from "./arithmetic.js"
 import { example as judged } from "./judged.js"
+import { example as minimal } from "./minimal.js"
 import { example as sftThenRl } from "./sft-then-rl.js"
 import { example as tictactoe } from "./tictactoe.js"
 
 /** The examples by name. */
 export const examples: Readonly<Record<string, Example.Example>> = {
   tictactoe,
+  minimal,
   arithmetic,
   judged,
   "sft-then-rl": sftThenRl

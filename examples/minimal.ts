@@ -8,7 +8,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
-import { Backend, Policy, Reward, Rollout, TrainingLoop } from "effect-rl"
+import { Backend, Example, Policy, Reward, Rollout, TrainingLoop } from "effect-rl"
 
 // The agent: one chat completion, constrained to two answers. Rollout.chat records it in the trajectory.
 const rollout = (question: string) =>
@@ -24,18 +24,40 @@ const rollout = (question: string) =>
 // The reward: 1 for "yes".
 const reward = Reward.fromFunction<string, string>(({ value }) => (value === "yes" ? 1 : 0))
 
-const program = Effect.gen(function* () {
-  const policy = yield* Policy.trainable({ project: "minimal", name: "yes-agent", base_model: "effect-rl/tiny" })
-  const summary = yield* TrainingLoop.run({
+// The loop: each step samples 3 scenarios x 8 rollouts, scores them, and trains a new checkpoint on them.
+const train = (policy: Policy.Trainable, steps = 5) =>
+  TrainingLoop.run({
     policy,
     scenarios: ["Shall we?", "Ready?", "Is it on?"],
     rollout,
     reward,
     groupsPerStep: 3,
     rolloutsPerGroup: 8,
-    steps: 5
+    steps
   })
+
+const program = Effect.gen(function* () {
+  const policy = yield* Policy.trainable({ project: "minimal", name: "yes-agent", base_model: "effect-rl/tiny" })
+  const summary = yield* train(policy)
   yield* Console.log(summary.steps.map((step) => step.train.reward?.toFixed(2)).join(" -> "))
 })
 
-program.pipe(Effect.provide(Backend.local()), NodeRuntime.runMain)
+// Run when this file is the program (`npx tsx minimal.ts`), not when another module imports it.
+if (Example.isEntryPoint(import.meta.url)) program.pipe(Effect.provide(Backend.local()), NodeRuntime.runMain)
+
+/** The same loop as `effect-rl train minimal` runs it (its report, `--steps`, a model of its own). */
+export const example: Example.Example = {
+  name: "minimal",
+  description:
+    'The README\'s loop: a one-turn agent learns to answer "yes" (reward 1) rather than "no" (0).\n' +
+    "Expect the mean reward to climb from about 0.5 towards 1 within the five steps.",
+  train: (options) =>
+    Effect.gen(function* () {
+      const policy = yield* Policy.trainable({
+        project: "examples",
+        name: Example.modelNameOf("minimal", options),
+        base_model: Example.baseModelOf(options)
+      })
+      return { summary: yield* train(policy, options.steps), policy }
+    })
+}

@@ -62,6 +62,19 @@ EOF
   echo "type-checked with moduleResolution $resolution"
 done
 
+step "beside Effect 4, npm refuses the install and names the conflict"
+mkdir "$work/effect4"
+(
+  cd "$work/effect4"
+  printf '{ "name": "effect4", "version": "1.0.0", "private": true, "type": "module" }\n' > package.json
+  npm install --no-audit --no-fund effect@4 > /dev/null || fail "installing effect@4"
+  if npm install --no-audit --no-fund --ignore-scripts "$tarball" > install.log 2>&1; then
+    fail "the package installed beside effect 4"
+  fi
+  grep -q "ERESOLVE" install.log && grep -q 'peer effect@"\^3' install.log || fail "npm's refusal did not name the conflict: $(cat install.log)"
+  echo "refused: $(grep -m1 'peer effect@' install.log)"
+)
+
 step "examples/minimal.ts, run from the project against the embedded backend"
 cp "$repo/examples/minimal.ts" src/minimal.ts
 out="$(npx tsx src/minimal.ts)" || fail "running examples/minimal.ts"

@@ -200,12 +200,20 @@ export const parseArgs = (args: ReadonlyArray<string>): RunOptions => {
 }
 
 /**
+ * Whether the module at `moduleUrl` (its `import.meta.url`) is the program's entry point (`npx tsx <file>`,
+ * `node <file>`), not a module imported by another (by `effect-rl train` or a test).
+ */
+export const isEntryPoint = (moduleUrl: string): boolean => {
+  const entry = process.argv[1]
+  return entry !== undefined && resolve(entry) === fileURLToPath(moduleUrl)
+}
+
+/**
  * Runs the example when its file is the program's entry point (`npx tsx examples/<name>.ts [--steps n]`);
  * does nothing when the file is imported (by the CLI or a test).
  */
 export const main = <E>(example: Example<E>, moduleUrl: string): void => {
-  const entry = process.argv[1]
-  if (entry === undefined || resolve(entry) !== fileURLToPath(moduleUrl)) return
+  if (!isEntryPoint(moduleUrl)) return
   let options: RunOptions
   try {
     options = parseArgs(process.argv.slice(2))

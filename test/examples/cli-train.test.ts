@@ -47,7 +47,7 @@ describe("effect-rl train", () => {
     const bad = cli(["train", "tictactoe", "--steps", "many"])
     const unknown = cli(["train", "chess"])
     expect(await list.exited).toBe(0)
-    expect(list.output()).toContain("examples: arithmetic, judged, sft-then-rl, tictactoe")
+    expect(list.output()).toContain("examples: arithmetic, judged, minimal, sft-then-rl, tictactoe")
     expect(await bad.exited).toBe(2)
     expect(bad.output()).toContain("--steps must be a positive integer, got 'many'")
     expect(await unknown.exited).toBe(2)
