@@ -10,10 +10,10 @@
  * from the SFT checkpoint at a lower learning rate (1e-3), so it refines the warm start. The base policy's
  * reward is measured first (`Gather.groups` + `Metrics.compute`) and logged, to compare with.
  *
- * What to expect on the embedded backend (about half a minute on a 2-core machine): before the SFT the mean
- * reward is about 0 (mostly two-digit answers, far off); after it the policy answers one digit near the sum,
- * often the sum itself, so the first RL step's reward is already about 0.5-0.8, and the next steps stay around
- * 0.6 (each step draws 8 of the 25 problems, so the per-step reward is noisy). `--steps n` counts the RL steps
+ * What to expect on the embedded backend (a 2-core machine; measured over 4 runs): the loop takes 6-15 s;
+ * before the SFT the mean reward is about 0 (mostly two-digit answers, far off); after it the policy answers
+ * one digit near the sum, often the sum itself, so the first RL step's reward is already 0.62-0.75, and the
+ * last three steps average 0.71-0.80 (each step draws 8 of the 25 problems, so the per-step reward is noisy). `--steps n` counts the RL steps
  * after the warm start. The period ending each answer marks its end in the answer format itself (SFT also
  * learns each turn's end-of-turn token), so a one-digit answer is as easy to write as a two-digit one.
  *
