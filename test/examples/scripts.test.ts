@@ -1,11 +1,12 @@
 /**
- * The README's client example (`examples/quickstart.ts`) runs unchanged against the embedded backend, as the
- * README says: a real process, `EFFECT_RL_TRAINING_URL` and `WANDB_API_KEY` pointing at a running backend,
- * its base model the first one the backend lists.
+ * The README's script examples, each run as a user runs it (a real `npx tsx` process): the client example
+ * (`examples/quickstart.ts`) unchanged against the embedded backend (`EFFECT_RL_TRAINING_URL` and
+ * `WANDB_API_KEY` pointing at a running backend, its base model the first one the backend lists), and the
+ * traced loop (`examples/traced.ts`), which reads its traces back.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as LocalBackend from "../../src/LocalBackend.js"
@@ -49,5 +50,17 @@ describe("examples/quickstart.ts", () => {
         })
       )
     }
+  )
+})
+
+describe("examples/traced.ts", () => {
+  it.live("trains two steps traced on its own embedded backend and finds every call", () =>
+    Effect.gen(function* () {
+      const { code, output } = yield* runScript("examples/traced.ts", {})
+      expect(code, output).toBe(0)
+      expect(output).toContain("effect-rl.step: 2 calls")
+      expect(output).toContain("effect-rl.rollout: 24 calls")
+      expect(output).toContain("effect-rl.chat: 24 calls")
+    })
   )
 })
