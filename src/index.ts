@@ -1,7 +1,10 @@
 /**
  * effect-rl: reinforcement-learning training orchestration for LLM agents, on Effect.
  *
- * Every module is a namespace here and a subpath export of its own.
+ * Every module is a namespace here and a subpath export of its own, but for the trace service's wire
+ * schemas (`effect-rl/TraceCall`, `TraceObject`, `TraceMisc`, `TraceApi`, `TraceError`, `Digest`): they are
+ * subpath exports only, so that importing the package does not build them (the trace client and `Tracing`
+ * load them when used).
  *
  * @since 0.1.0
  */
@@ -10,8 +13,6 @@
 export * as ChatCompletion from "./api/ChatCompletion.js"
 /** Chat messages, content parts, tools and tool calls. */
 export * as ChatMessage from "./api/ChatMessage.js"
-/** Content digests of the trace service (objects, rows, tables, files). */
-export * as Digest from "./api/Digest.js"
 /** The training service's health endpoints. */
 export * as Health from "./api/Health.js"
 /** The 422 validation error body. */
@@ -24,16 +25,6 @@ export * as InferenceModel from "./api/InferenceModel.js"
 export * as Json from "./api/Json.js"
 /** Models, checkpoints and the cursor page envelope. */
 export * as Model from "./api/Model.js"
-/** The trace service defined as an `HttpApi`. */
-export * as TraceApi from "./api/TraceApi.js"
-/** Trace calls, the query language and sort keys. */
-export * as TraceCall from "./api/TraceCall.js"
-/** The trace service's error bodies. */
-export * as TraceError from "./api/TraceError.js"
-/** Feedback, costs, threads, completions, OTel export, health and server info. */
-export * as TraceMisc from "./api/TraceMisc.js"
-/** Objects, tables, refs, files and dataset deletion. */
-export * as TraceObject from "./api/TraceObject.js"
 /** The training service defined as an `HttpApi`. */
 export * as TrainingApi from "./api/TrainingApi.js"
 /** Training jobs, `experimental_config` and job events. */
