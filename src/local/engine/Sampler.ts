@@ -118,6 +118,15 @@ interface Plan {
   readonly continuousUsage: boolean
 }
 
+/** The most choices one request may ask for (the hosted engine's own bound). */
+export const MAX_N = 128
+
+/**
+ * The most tokens one request may ask to sample, over all its choices (`n` times the token limit). A request
+ * is sampled as a whole, so this bounds how long one request can keep the server from answering others.
+ */
+export const MAX_REQUEST_TOKENS = 16_384
+
 const isInt = (v: number): boolean => Number.isInteger(v)
 
 const randomSeed = (): bigint => {
@@ -254,6 +263,14 @@ const plan = <S extends DecodeState>(model: LanguageModel<S>, request: ChatCompl
   }
   if (minTokens > maxTokens)
     throw badRequest("min_tokens", `min_tokens (${minTokens}) may not exceed the token limit (${maxTokens})`)
+  // The work one request may ask for (the whole of it is sampled before the next request is served).
+  checkRange("n", n, n <= MAX_N, `at most ${MAX_N}`)
+  if (n * maxTokens > MAX_REQUEST_TOKENS) {
+    throw badRequest(
+      "n",
+      `n x ${maxParam} may be at most ${MAX_REQUEST_TOKENS} tokens per request, got ${n} x ${maxTokens} = ${n * maxTokens}: lower n or ${maxParam}`
+    )
+  }
 
   return {
     promptIds,
