@@ -406,7 +406,8 @@ describe("Sampler: prompt", () => {
       role: "assistant",
       content:
         "The answer is" +
-        content(run(model, { messages, add_generation_prompt: false, continue_final_message: true, temperature: 0 }))
+        content(run(model, { messages, add_generation_prompt: false, continue_final_message: true, temperature: 0 })),
+      refusal: null
     })
     // With the generation prompt, the response role is assistant; a final user message is not echoed.
     expect(content(run(model, { echo: true, temperature: 0 }))).toBe(" 42.")

@@ -19,6 +19,16 @@ const events = (text: string) =>
 
 describe("chat completions", () => {
   it.layer(Backend)("on the real server", (it) => {
+    it.effect("every assistant message carries refusal: null, as the hosted engine sends it", () =>
+      Effect.gen(function* () {
+        const reply = yield* send("POST", "/v1/chat/completions", { ...ask, n: 2 })
+        expect(reply.status).toBe(200)
+        const choices = (reply.json as { choices: ReadonlyArray<{ message: Record<string, unknown> }> }).choices
+        expect(choices).toHaveLength(2)
+        for (const choice of choices) expect(choice.message).toMatchObject({ role: "assistant", refusal: null })
+      })
+    )
+
     it.effect("GET /v1/models lists the base model", () =>
       Effect.gen(function* () {
         const reply = yield* send("GET", "/v1/models")

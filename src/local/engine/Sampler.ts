@@ -769,7 +769,8 @@ class Job<S extends DecodeState> {
       -readonly [K in keyof Choice]: Choice[K]
     } = {
       index: run.index,
-      message: { role: plan.role, content },
+      // `refusal` is always there, as the hosted engine sends it (generated client schemas require the key).
+      message: { role: plan.role, content, refusal: null },
       logprobs: plan.logprobs ? { content: run.logprobs } : null,
       finish_reason: run.finishReason,
       stop_reason: run.stopReason
