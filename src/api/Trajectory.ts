@@ -65,8 +65,10 @@ export type TrajectoryMessage = typeof TrajectoryMessage.Type
 
 const strictEntry = Schema.Union(TrajectoryChoice, TrajectoryMessage)
 
-const ROLES = ["developer", "system", "user", "assistant", "tool", "function"] as const
-type Role = (typeof ROLES)[number]
+/** The roles the training service takes for a context message of a trajectory. */
+export const TRAJECTORY_ROLES = ["developer", "system", "user", "assistant", "tool", "function"] as const
+
+type Role = (typeof TRAJECTORY_ROLES)[number]
 const strictMessage: Record<Role, Schema.Schema.AnyNoContext> = {
   developer: DeveloperMessage,
   system: SystemMessage,
@@ -123,7 +125,7 @@ const choiceOf = ParseResult.validateEither(
     })
   })
 )
-const roleOf = ParseResult.validateEither(Schema.Struct({ role: Schema.Literal(...ROLES) }))
+const roleOf = ParseResult.validateEither(Schema.Struct({ role: Schema.Literal(...TRAJECTORY_ROLES) }))
 
 const issueOf = <A>(result: Either.Either<A, ParseResult.ParseIssue>): ParseResult.ParseIssue | undefined =>
   Either.isLeft(result) ? result.left : undefined

@@ -109,7 +109,8 @@ export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError |
           (completion) => noChoice(completion)
         ),
         Effect.tap((completion) =>
-          Effect.map(Recorder.choiceOf(completion), (choice) =>
+          // The filter above leaves only completions with a choice.
+          Effect.map(Recorder.choiceOf(completion.choices[0]!, completion.id), (choice) =>
             recorder.record(checked, choice, completion, request.tools)
           )
         ),

@@ -13,23 +13,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+// Types only: the shapes this implementation of `LocalBackend.layer` takes and gives, defined (and documented) there.
+import type { Options, Service } from "../../LocalBackend.js"
 import * as ApiKey from "../server/ApiKey.js"
 import * as Server from "../server/Server.js"
 import * as Store from "../store/Store.js"
-
-/** What `LocalBackend.layer` takes (see there). */
-export interface Options {
-  readonly dataDir?: string | undefined
-  readonly apiKey?: Redacted.Redacted<string> | undefined
-  readonly maxBodySize?: number | undefined
-}
-
-/** A running backend: where it listens, its key and its data directory. */
-export interface Running {
-  readonly url: string
-  readonly apiKey: Redacted.Redacted<string>
-  readonly dataDir: string
-}
 
 /**
  * Starts the embedded backend in the current scope (stopped, draining, when it closes), on `127.0.0.1` and a
@@ -39,7 +27,7 @@ export interface Running {
  */
 export const start = (
   options: Options
-): Effect.Effect<Running, PlatformError | ServeError | ConfigError, Scope.Scope> =>
+): Effect.Effect<Service, PlatformError | ServeError | ConfigError, Scope.Scope> =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dataDir = options.dataDir ?? (yield* fs.makeTempDirectoryScoped({ prefix: "effect-rl-" }))

@@ -15,7 +15,7 @@ import type { ChatCompletion, Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import { contentText } from "../../api/ChatMessage.js"
 import type { MessageOrChoice, Metadata } from "../../api/Trajectory.js"
-import { FinishReason, isChoice, TrajectoryChoice, TrajectoryMessage } from "../../api/Trajectory.js"
+import { entryIssue, FinishReason, isChoice, TRAJECTORY_ROLES } from "../../api/Trajectory.js"
 
 /**
  * A turn the training service would refuse in a trajectory, caught when the rollout records it rather than
@@ -36,9 +36,7 @@ export class InvalidTurn extends Data.TaggedError("InvalidTurn")<{
   }
 }
 
-const checkMessage = ParseResult.validateEither(TrajectoryMessage)
-const checkChoice = ParseResult.validateEither(TrajectoryChoice)
-const roles = new Set(["developer", "system", "user", "assistant", "tool", "function"])
+const roles: ReadonlySet<string> = new Set(TRAJECTORY_ROLES)
 
 const messageProblem = (message: Message, issue: ParseResult.ParseIssue): string => {
   const role = "role" in message ? message.role : undefined
@@ -46,7 +44,7 @@ const messageProblem = (message: Message, issue: ParseResult.ParseIssue): string
     return "a generic (author) message, which trajectories do not take; send it with a role (system, user, assistant, tool)"
   }
   if (!roles.has(role)) {
-    return `role ${JSON.stringify(role)}, which trajectories do not take (only developer, system, user, assistant, tool and function)`
+    return `role ${JSON.stringify(role)}, which trajectories do not take (only ${TRAJECTORY_ROLES.slice(0, -1).join(", ")} and ${TRAJECTORY_ROLES.at(-1)})`
   }
   return ParseResult.TreeFormatter.formatIssueSync(issue)
 }
@@ -55,6 +53,14 @@ const choiceProblem = (choice: Choice, issue: ParseResult.ParseIssue): string =>
   Schema.is(FinishReason)(choice.finish_reason)
     ? `its message does not fit a trajectory: ${ParseResult.TreeFormatter.formatIssueSync(issue)}`
     : `finish_reason ${JSON.stringify(choice.finish_reason)}, which trajectories do not take (only ${FinishReason.literals.join(", ")})`
+
+/** Why a message cannot go in a trajectory (`where`: how the error names it), or undefined when it can. */
+const refusedMessage = (message: Message, index: number, where: string): InvalidTurn | undefined => {
+  const issue = entryIssue(message)
+  return issue === undefined
+    ? undefined
+    : new InvalidTurn({ reason: "Message", index, description: `${where}: ${messageProblem(message, issue)}` })
+}
 
 /** One recorded conversation. */
 export interface History {
@@ -136,39 +142,26 @@ export class Recorder {
     const keys = messages.map((m) => messageKey(m as Message & { readonly role: string }))
     const from = this.matching(keys)?.keys.length ?? 0
     for (let i = from; i < messages.length; i++) {
-      const checked = checkMessage(messages[i])
-      if (Either.isLeft(checked)) {
-        return Either.left(
-          new InvalidTurn({
-            reason: "Message",
-            index: i,
-            description: `message ${i} of the request cannot be recorded in a trajectory: ${messageProblem(messages[i]!, checked.left)}`
-          })
-        )
-      }
+      const refused = refusedMessage(messages[i]!, i, `message ${i} of the request cannot be recorded in a trajectory`)
+      if (refused !== undefined) return Either.left(refused)
     }
     return Either.right({ messages, keys })
   }
 
   /**
-   * Checks a completion's first choice as a trajectory takes it: the choice, or an {@link InvalidTurn}
-   * naming what the training service would refuse.
+   * Checks a completion's choice as a trajectory takes it: the choice, or an {@link InvalidTurn} naming what
+   * the training service would refuse.
    */
-  static choiceOf(completion: ChatCompletion): Either.Either<Choice, InvalidTurn> {
-    const choice = completion.choices[0]
-    if (choice === undefined) {
-      return Either.left(
-        new InvalidTurn({ reason: "Choice", description: `chat completion ${completion.id} has no choices` })
-      )
-    }
-    return Either.mapBoth(checkChoice(choice), {
-      onLeft: (error) =>
-        new InvalidTurn({
-          reason: "Choice",
-          description: `the choice of chat completion ${completion.id ?? ""} cannot be recorded in a trajectory: ${choiceProblem(choice, error)}`
-        }),
-      onRight: () => choice
-    })
+  static choiceOf(choice: Choice, completionId: string | undefined): Either.Either<Choice, InvalidTurn> {
+    const issue = entryIssue(choice)
+    return issue === undefined
+      ? Either.right(choice)
+      : Either.left(
+          new InvalidTurn({
+            reason: "Choice",
+            description: `the choice of chat completion ${completionId ?? ""} cannot be recorded in a trajectory: ${choiceProblem(choice, issue)}`
+          })
+        )
   }
 
   /**
@@ -206,16 +199,8 @@ export class Recorder {
    */
   append(messages: ReadonlyArray<Message>): Either.Either<void, InvalidTurn> {
     for (const [i, message] of messages.entries()) {
-      const checked = checkMessage(message)
-      if (Either.isLeft(checked)) {
-        return Either.left(
-          new InvalidTurn({
-            reason: "Message",
-            index: i,
-            description: `message ${i} cannot be appended to a trajectory: ${messageProblem(message, checked.left)}`
-          })
-        )
-      }
+      const refused = refusedMessage(message, i, `message ${i} cannot be appended to a trajectory`)
+      if (refused !== undefined) return Either.left(refused)
     }
     const main = this.histories[0]!
     for (const message of messages) {
