@@ -16,6 +16,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
+import type { Options as ServerOptions } from "./local/server/Server.js"
 
 /** The running backend: where it listens and the key it expects. */
 export interface Service {
@@ -30,14 +31,19 @@ export interface Service {
 /** The running embedded backend. */
 export class LocalBackend extends Context.Tag("effect-rl/LocalBackend")<LocalBackend, Service>() {}
 
-/** Options of {@link layer}. */
-export interface Options {
+/**
+ * Options of {@link layer}: the data directory and key, and the server's bounds (body size, the work one
+ * completion and all of them may ask for, time-outs), as `effect-rl serve` takes them.
+ */
+export interface Options
+  extends Pick<
+    ServerOptions,
+    "maxBodySize" | "maxN" | "maxRequestTokens" | "maxQueuedTokens" | "requestTimeoutMs" | "idleTimeoutMs"
+  > {
   /** The data directory (default: a fresh temporary directory, removed when the layer is released). */
   readonly dataDir?: string | undefined
   /** The key (default: the one stored in the data directory, else a generated one stored there). */
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** The largest request body accepted, in bytes (default 64 MiB). */
-  readonly maxBodySize?: number | undefined
 }
 
 /**

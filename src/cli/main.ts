@@ -57,6 +57,13 @@ const integer = (name: string, what: string, bounds: { readonly min: number; rea
     })
   )
 
+/** An optional flag taking a positive whole number, described. */
+const positive = (name: string, description: string) =>
+  integer(name, "a positive whole number", { min: 1, max: 1_000_000_000 }).pipe(
+    Options.withDescription(description),
+    Options.optional
+  )
+
 /** The hosted service's environment, checked before a command calls it. */
 const remote = (urlEnv: string) =>
   Effect.suspend(() =>
@@ -193,7 +200,18 @@ const serve = Command.make(
     maxBodySize: integer("max-body-size", "a positive number of bytes", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
       Options.withDescription("the largest request body accepted, in bytes (default 64 MiB)"),
       Options.optional
-    )
+    ),
+    maxN: positive("max-n", "the most choices (n) one completion may ask for (default 128)"),
+    maxRequestTokens: positive(
+      "max-request-tokens",
+      "the most tokens one completion may sample, n times its token limit (default 16384)"
+    ),
+    maxQueuedTokens: positive(
+      "max-queued-tokens",
+      "the most tokens all admitted completions may still sample; beyond, a 429 (default 262144)"
+    ),
+    requestTimeout: positive("request-timeout", "seconds a request may take to arrive whole; then a 408 (default 60)"),
+    idleTimeout: positive("idle-timeout", "seconds an idle keep-alive connection stays open (default 5)")
   },
   (flags) =>
     Effect.flatMap(
@@ -204,7 +222,12 @@ const serve = Command.make(
           port: flags.port,
           dataDir: resolve(flags.dataDir),
           apiKey: Option.getOrUndefined(flags.apiKey),
-          maxBodySize: Option.getOrUndefined(flags.maxBodySize)
+          maxBodySize: Option.getOrUndefined(flags.maxBodySize),
+          maxN: Option.getOrUndefined(flags.maxN),
+          maxRequestTokens: Option.getOrUndefined(flags.maxRequestTokens),
+          maxQueuedTokens: Option.getOrUndefined(flags.maxQueuedTokens),
+          requestTimeoutMs: Option.getOrUndefined(Option.map(flags.requestTimeout, (seconds) => seconds * 1000)),
+          idleTimeoutMs: Option.getOrUndefined(Option.map(flags.idleTimeout, (seconds) => seconds * 1000))
         })
     )
 ).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
@@ -228,7 +251,12 @@ const VALUED = new Set([
   "--host",
   "--port",
   "--api-key",
-  "--max-body-size"
+  "--max-body-size",
+  "--max-n",
+  "--max-request-tokens",
+  "--max-queued-tokens",
+  "--request-timeout",
+  "--idle-timeout"
 ])
 
 const missingValue = (args: ReadonlyArray<string>): string | undefined =>

@@ -21,6 +21,11 @@ export interface ServeOptions {
   readonly dataDir: string
   readonly apiKey: string | undefined
   readonly maxBodySize: number | undefined
+  readonly maxN: number | undefined
+  readonly maxRequestTokens: number | undefined
+  readonly maxQueuedTokens: number | undefined
+  readonly requestTimeoutMs: number | undefined
+  readonly idleTimeoutMs: number | undefined
 }
 
 /** Runs the embedded backend over `dataDir` until interrupted. */
@@ -40,9 +45,7 @@ export const serve = (options: ServeOptions) =>
     const ready = Layer.effectDiscard(Effect.flatMap(Server.url, (url) => Console.log(`effect-rl serving on ${url}`)))
     return yield* Layer.launch(
       ready.pipe(
-        Layer.provide(
-          Server.layer({ apiKey, host: options.host, port: options.port, maxBodySize: options.maxBodySize })
-        ),
+        Layer.provide(Server.layer({ ...options, apiKey })),
         Layer.provide(Store.layer({ dataDir: options.dataDir }))
       )
     ).pipe(

@@ -89,10 +89,11 @@ describe("effect-rl failures", () => {
       run(["serve", "--max-body-size", "0", "--data-dir", dir]),
       run(["train", "chess"]),
       run(["train", "tictactoe", "--trace", "nope"]),
-      run(["fly"])
+      run(["fly"]),
+      run(["serve", "--max-queued-tokens", "-5", "--data-dir", dir])
     ])
     const said = cases.map((c) => c.stderr.trim())
-    expect(cases.map((c) => c.code)).toEqual([2, 2, 2, 2, 2, 2, 2])
+    expect(cases.map((c) => c.code)).toEqual([2, 2, 2, 2, 2, 2, 2, 2])
     expect(said[0]).toBe("--port must be a port from 0 to 65535, got '99999'")
     expect(said[1]).toBe("--port must be a port from 0 to 65535, got 'abc'")
     expect(said[2]).toBe("effect-rl serve: --data-dir needs a value")
@@ -100,6 +101,7 @@ describe("effect-rl failures", () => {
     expect(said[4]).toMatch(/^effect-rl train: unknown example 'chess'; examples: arithmetic, /)
     expect(said[5]).toBe("--trace must be a project as entity/project, got 'nope'")
     expect(said[6]).toContain("Invalid subcommand for effect-rl")
+    expect(said[7]).toBe("--max-queued-tokens must be a positive whole number, got '-5'")
     for (const outcome of cases) {
       expect(outcome.stdout).toBe("")
       expect(noStack(outcome.stderr)).toBe(true)
@@ -130,7 +132,9 @@ describe("effect-rl failures", () => {
     )
     expect(outcomes.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0])
     expect(outcomes[0]!.stdout).toContain("COMMANDS")
-    expect(outcomes[5]!.stdout).toContain("--max-body-size")
+    for (const flag of ["--max-body-size", "--max-n", "--max-queued-tokens", "--request-timeout", "--idle-timeout"]) {
+      expect(outcomes[5]!.stdout).toContain(flag)
+    }
     expect(outcomes[4]!.stdout).toContain("--trace")
   }, 60_000)
 })

@@ -114,4 +114,41 @@ describe("effect-rl serve", () => {
       await stop(fromEnv.child)
     }
   }, 60_000)
+
+  it("takes the server's bounds as flags: --max-n and --max-request-tokens are what a completion may ask", async () => {
+    const dataDir = tempDir()
+    const running = await serve([
+      "--data-dir",
+      dataDir,
+      "--api-key",
+      "sk-bounds",
+      "--max-n",
+      "3",
+      "--max-request-tokens",
+      "20",
+      "--request-timeout",
+      "5"
+    ])
+    const complete = async (body: unknown) => {
+      const response = await fetch(`${running.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: "Bearer sk-bounds", "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "user", content: "hi" }], ...(body as object) })
+      })
+      return {
+        status: response.status,
+        message: ((await response.json()) as { error?: { message: string } }).error?.message
+      }
+    }
+    try {
+      expect(await complete({ n: 4, max_tokens: 1 })).toEqual({ status: 400, message: "n must be at most 3, got 4" })
+      expect(await complete({ n: 3, max_tokens: 7 })).toEqual({
+        status: 400,
+        message: "n x max_tokens may be at most 20 tokens per request, got 3 x 7 = 21: lower n or max_tokens"
+      })
+      expect((await complete({ n: 3, max_tokens: 6 })).status).toBe(200)
+    } finally {
+      await stop(running.child)
+    }
+  }, 60_000)
 })

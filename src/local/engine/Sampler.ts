@@ -56,6 +56,7 @@ import type {
   TopLogprob,
   Usage
 } from "../../api/ChatCompletion.js"
+import { yieldToEventLoop } from "../internal/eventLoop.js"
 import { renderOptionsOf, renderPrompt } from "./ChatTemplate.js"
 import { type ByteAutomaton, Matcher } from "./constraint/Automaton.js"
 import { constraintOf } from "./constraint/Constraint.js"
@@ -75,6 +76,16 @@ export interface CompleteOptions {
    * default a random UUID); the response id is `chatcmpl-{id}`.
    */
   readonly requestId?: string
+  /** The bounds on the work one request may ask for (default {@link DEFAULT_LIMITS}). */
+  readonly limits?: RequestLimits | undefined
+}
+
+/** The bounds on the work one request may ask for; beyond them the request is refused with a 400. */
+export interface RequestLimits {
+  /** The most choices (`n`) a request may ask for. */
+  readonly maxN: number
+  /** The most tokens a request may sample in all: `n` times its token limit. */
+  readonly maxRequestTokens: number
 }
 
 /** Temperatures below this are greedy. */
@@ -142,7 +153,11 @@ const checkRange = (param: string, value: number, ok: boolean, expected: string)
 const tokenIdIn = (vocabSize: number, id: number): boolean => isInt(id) && id >= 0 && id < vocabSize
 
 /** Check a request and prepare its decoding; throws `EngineError`. */
-const plan = <S extends DecodeState>(model: LanguageModel<S>, request: ChatCompletionRequest): Plan => {
+const plan = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  limits: RequestLimits
+): Plan => {
   const vocab = model.vocabSize
   if (request.priority !== undefined && request.priority !== 0) {
     throw badRequest("priority", `Got priority ${request.priority} but Priority scheduling is not enabled.`)
@@ -264,11 +279,11 @@ const plan = <S extends DecodeState>(model: LanguageModel<S>, request: ChatCompl
   if (minTokens > maxTokens)
     throw badRequest("min_tokens", `min_tokens (${minTokens}) may not exceed the token limit (${maxTokens})`)
   // The work one request may ask for (the whole of it is sampled before the next request is served).
-  checkRange("n", n, n <= MAX_N, `at most ${MAX_N}`)
-  if (n * maxTokens > MAX_REQUEST_TOKENS) {
+  checkRange("n", n, n <= limits.maxN, `at most ${limits.maxN}`)
+  if (n * maxTokens > limits.maxRequestTokens) {
     throw badRequest(
       "n",
-      `n x ${maxParam} may be at most ${MAX_REQUEST_TOKENS} tokens per request, got ${n} x ${maxTokens} = ${n * maxTokens}: lower n or ${maxParam}`
+      `n x ${maxParam} may be at most ${limits.maxRequestTokens} tokens per request, got ${n} x ${maxTokens} = ${n * maxTokens}: lower n or ${maxParam}`
     )
   }
 
@@ -779,9 +794,22 @@ class Job<S extends DecodeState> {
     return choice
   }
 
-  /** Run every choice to its end. */
-  runAll(): ChatCompletion {
-    for (const run of this.runs) while (!run.finished) run.step()
+  /**
+   * Run every choice to its end, in rounds (one token of each unfinished choice), pausing after each round;
+   * the whole response at the end. Each choice decodes with its own state and random stream, so the order of
+   * the steps does not change what is sampled.
+   */
+  *rounds(): Generator<void, ChatCompletion> {
+    let active = this.runs.filter((run) => !run.finished)
+    while (active.length > 0) {
+      for (const run of active) run.step()
+      active = active.filter((run) => !run.finished)
+      yield
+    }
+    return this.response()
+  }
+
+  private response(): ChatCompletion {
     const response: { -readonly [K in keyof ChatCompletion]: ChatCompletion[K] } = {
       id: this.id,
       object: "chat.completion",
@@ -848,6 +876,36 @@ class Job<S extends DecodeState> {
 }
 
 /**
+ * A request checked and ready to decode: the most tokens it may sample, and its decoding, as rounds (see
+ * {@link runRounds}) or as the chunks of a stream. Nothing is computed (no prefill) until one is started.
+ */
+export interface Prepared {
+  /** The most tokens the request may sample in all: `n` times its token limit. */
+  readonly tokens: number
+  /** The decoding as rounds, the whole response at the end. */
+  readonly rounds: () => Generator<void, ChatCompletion>
+  /** The decoding as the chunks of a stream (see {@link completeStream}). */
+  readonly stream: () => Generator<ChatCompletionChunk>
+}
+
+/** The bounds on a request's work when the options give none: `n` at most 128, 16,384 tokens in all. */
+export const DEFAULT_LIMITS: RequestLimits = { maxN: MAX_N, maxRequestTokens: MAX_REQUEST_TOKENS }
+
+/** Check a request and plan its decoding. Throws `EngineError` for a request it refuses. */
+export const prepare = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  options: CompleteOptions
+): Prepared => {
+  const checked = plan(model, request, options.limits ?? DEFAULT_LIMITS)
+  return {
+    tokens: checked.n * checked.maxTokens,
+    rounds: () => new Job(model, request, checked, options).rounds(),
+    stream: () => new Job(model, request, checked, options).stream()
+  }
+}
+
+/**
  * Serve a chat-completions request as a whole response. Throws `EngineError` for a request it refuses
  * (before any decoding).
  */
@@ -855,7 +913,13 @@ export const complete = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): ChatCompletion => new Job(model, request, plan(model, request), options).runAll()
+): ChatCompletion => {
+  const rounds = prepare(model, request, options).rounds()
+  for (;;) {
+    const next = rounds.next()
+    if (next.done === true) return next.value
+  }
+}
 
 /**
  * Serve a chat-completions request as the chunks of a stream, in order: one role chunk per choice (the
@@ -869,9 +933,32 @@ export const completeStream = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): Generator<ChatCompletionChunk> => new Job(model, request, plan(model, request), options).stream()
+): Generator<ChatCompletionChunk> => prepare(model, request, options).stream()
 
-/** `complete` as an effect: a refused request fails with `EngineError`; anything else is a defect. */
+/** How long decoding runs before it gives the event loop a turn, in milliseconds. */
+const SLICE_MS = 10
+
+/**
+ * Decoding rounds run as an effect that gives the event loop a turn (a macrotask) at least every 10 ms, so
+ * that other requests (`/v1/health` among them) are answered while a large completion decodes, and an
+ * interrupted fiber (a client gone) stops decoding. A throw while decoding is a defect.
+ */
+export const runRounds = <A>(rounds: Generator<void, A>): Effect.Effect<A> => {
+  const slice = (): Effect.Effect<A> => {
+    const until = performance.now() + SLICE_MS
+    for (;;) {
+      const next = rounds.next()
+      if (next.done === true) return Effect.succeed(next.value)
+      if (performance.now() >= until) return Effect.zipRight(yieldToEventLoop, Effect.suspend(slice))
+    }
+  }
+  return Effect.suspend(slice)
+}
+
+/**
+ * `complete` as an effect that decodes cooperatively (see {@link runRounds}): a refused request fails with
+ * `EngineError`; anything else is a defect.
+ */
 export const completeEffect = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
@@ -879,9 +966,9 @@ export const completeEffect = <S extends DecodeState>(
 ): Effect.Effect<ChatCompletion, EngineError> =>
   Effect.suspend(() => {
     try {
-      return Effect.succeed(complete(model, request, options))
+      return Effect.succeed(prepare(model, request, options))
     } catch (error) {
       if (error instanceof EngineError) return Effect.fail(error)
       return Effect.die(error)
     }
-  })
+  }).pipe(Effect.flatMap((prepared) => runRounds(prepared.rounds())))

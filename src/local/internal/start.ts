@@ -33,9 +33,8 @@ export const start = (
     const dataDir = options.dataDir ?? (yield* fs.makeTempDirectoryScoped({ prefix: "effect-rl-" }))
     const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
     const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
-    const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
-      Layer.provide(Store.layer({ dataDir }))
-    )
+    const { dataDir: _, apiKey: __, ...bounds } = options
+    const server = Server.layer({ ...bounds, apiKey, port: 0 }).pipe(Layer.provide(Store.layer({ dataDir })))
     const context = yield* Layer.build(server)
     const url = yield* Effect.provide(Server.url, context)
     return { url, apiKey, dataDir }

@@ -8,7 +8,12 @@
  * - missing or wrong key: 401, `{"detail": "..."}` on the training surface and
  *   `{"error": {"message", "type": "AuthenticationError", "param": null, "code": 401}}` on the OpenAI-compatible
  *   one (`/v1/chat/...`, `/v1/models`), as the clients of each expect;
- * - a body over `maxBodySize`: 413 in the same per-surface shape;
+ * - a body over `maxBodySize`: 413 in the same per-surface shape; a body it cannot read (`internal/admit.ts`):
+ *   415 for a media type the route does not take, 400 for JSON nested deeper than 512 levels or a multipart
+ *   body that does not parse, 422 for a missing multipart part; a request not arriving whole within
+ *   `requestTimeoutMs`: 408 from Node, connection closed;
+ * - a completion over the per-request bounds: 400 naming `n`; over the bound on queued sampling work
+ *   (`internal/sampling.ts`): 429 with `retry-after`;
  * - an unknown model on the training surface: 404 `{"detail": "Model not found"}`; a taken model name or an
  *   `Idempotency-Key` reused with a different body: 409 `{"detail": ...}`;
  * - an unknown route: 404 `{"detail": "Not Found"}`; a known path under another method: 405 `{"detail":
@@ -40,12 +45,15 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
+import { DEFAULT_LIMITS } from "../engine/Sampler.js"
 import * as Files from "../store/Files.js"
 import type * as Store from "../store/Store.js"
 import { makeVerifier } from "./Auth.js"
+import { multipartPaths } from "./internal/admit.js"
 import { ownFilesReader } from "./internal/files.js"
 import { HandlersLive } from "./internal/handlers.js"
 import { edge, errors } from "./internal/middleware.js"
+import * as Sampling from "./internal/sampling.js"
 import { routes } from "./internal/validate.js"
 import * as Worker from "./internal/worker.js"
 import { readTrainingData } from "./internal/workerData.js"
@@ -69,6 +77,40 @@ export interface Options {
   readonly maxBodySize?: number | undefined
   /** How long the job worker's `claimNext` waits for a job before asking again, in ms (default 1000). */
   readonly workerPollMs?: number | undefined
+  /** The most choices (`n`) one completion may ask for (default 128); beyond, a 400 naming `n`. */
+  readonly maxN?: number | undefined
+  /** The most tokens one completion may sample, `n` times its token limit (default 16,384); beyond, a 400. */
+  readonly maxRequestTokens?: number | undefined
+  /**
+   * The most tokens all admitted completions may still sample together (default 262,144); a completion that
+   * would go over is refused with a 429 and `retry-after: 1`.
+   */
+  readonly maxQueuedTokens?: number | undefined
+  /**
+   * How long a request may take to arrive whole, headers and body, in ms (default 60,000); a slower one is
+   * answered 408 and its connection closed. Checked every second or so.
+   */
+  readonly requestTimeoutMs?: number | undefined
+  /** How long an idle keep-alive connection is kept open, in ms (default 5,000). */
+  readonly idleTimeoutMs?: number | undefined
+}
+
+/** The default time a request may take to arrive whole: 60 s. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 60_000
+
+/** The default time an idle keep-alive connection stays open: 5 s. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 5_000
+
+/** The Node HTTP server with the time-outs of the options. */
+const nodeServer = (options: Options) => () => {
+  const requestTimeout = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  return createServer({
+    requestTimeout,
+    headersTimeout: requestTimeout,
+    keepAliveTimeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+    // How often Node looks for requests past their time-out (its default, 30 s, would let them run long).
+    connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(requestTimeout / 4)))
+  })
 }
 
 /** The api with its handlers and the error middleware. */
@@ -96,12 +138,26 @@ export const layer = (
       const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
       // The bound address, once listening: the worker recognises this server's own file URLs by it.
       const bound = yield* Deferred.make<HttpServer.Address>()
-      const serve = HttpApiBuilder.serve(edge({ verify: makeVerifier(options.apiKey), maxBodySize })).pipe(
+      const sampling = Sampling.layer({
+        limits: {
+          maxN: options.maxN ?? DEFAULT_LIMITS.maxN,
+          maxRequestTokens: options.maxRequestTokens ?? DEFAULT_LIMITS.maxRequestTokens
+        },
+        maxQueuedTokens: options.maxQueuedTokens
+      })
+      const serve = HttpApiBuilder.serve(
+        edge({
+          verify: makeVerifier(options.apiKey),
+          maxBodySize,
+          isMultipart: multipartPaths(routes(LocalApi))
+        })
+      ).pipe(
         Layer.provide(apiLayer(maxBodySize)),
+        Layer.provide(sampling),
         // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
         Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
       )
-      const node = NodeHttpServer.layer(createServer, {
+      const node = NodeHttpServer.layer(nodeServer(options), {
         host: options.host ?? DEFAULT_HOST,
         port: options.port ?? 0
       }).pipe(Layer.tap((context) => Deferred.succeed(bound, Context.get(context, HttpServer.HttpServer).address)))

@@ -17,6 +17,7 @@ import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
 import { PolicyCache } from "./policyCache.js"
+import { Sampling } from "./sampling.js"
 import * as TraceCalls from "./trace/calls.js"
 import * as TraceCompletions from "./trace/completions.js"
 import * as TraceCosts from "./trace/costs.js"
@@ -83,8 +84,8 @@ export const JobsLive = HttpApiBuilder.group(LocalApi, "jobs", (handlers) =>
 
 /** The chat group, over the engine (both paths), with one cache of trained policies. */
 export const ChatLive = HttpApiBuilder.group(LocalApi, "chat", (handlers) =>
-  Effect.sync(() => {
-    const complete = createChatCompletion(new PolicyCache())
+  Effect.map(Sampling, (budget) => {
+    const complete = createChatCompletion(new PolicyCache(), budget)
     return handlers.handle("createChatCompletion", complete).handle("createChatCompletionSlash", complete)
   })
 )
@@ -174,11 +175,11 @@ export const TraceThreadsLive = HttpApiBuilder.group(LocalApi, "traceThreads", (
 
 /** The trace surface's completions, answered by the engine and traced as calls (see `trace/completions.ts`). */
 export const TraceCompletionsLive = HttpApiBuilder.group(LocalApi, "traceCompletions", (handlers) =>
-  Effect.sync(() => {
+  Effect.map(Sampling, (budget) => {
     const cache = new PolicyCache()
     return handlers
-      .handle("completionsCreate", TraceCompletions.completionsCreate(cache))
-      .handle("completionsCreateStream", TraceCompletions.completionsCreateStream(cache))
+      .handle("completionsCreate", TraceCompletions.completionsCreate(cache, budget))
+      .handle("completionsCreateStream", TraceCompletions.completionsCreateStream(cache, budget))
   })
 )
 

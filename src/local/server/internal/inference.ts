@@ -11,7 +11,10 @@
  *   `stream: true` server-sent events `data: <chunk>\n\n` ending with `data: [DONE]\n\n`; an error after the
  *   stream began is sent as `data: {"error": {...}}` before `[DONE]`.
  * - A request the engine refuses: 400 `{error: {message, type: "BadRequestError", param, code: 400}}`; an
- *   unknown model (or step): 404 in that shape (`NotFoundError`).
+ *   unknown model (or step): 404 in that shape (`NotFoundError`); a request that would take the sampling
+ *   work queued over the server's bound (`sampling.ts`): 429 (`RateLimitError`) with `retry-after`.
+ * - Decoding gives the event loop a turn at least every 10 ms (`runRounds`, or a chunk at a time when
+ *   streamed), so other requests are answered meanwhile.
  * - `GET /v1/models`: `{object: "list", data: [{id, object: "model", created, owned_by, root, parent,
  *   max_model_len}]}`: the base models (owned by `effect-rl`), then every checkpoint, `root` its base model,
  *   `owned_by` its entity, `created` its creation time.
@@ -25,13 +28,14 @@ import type { ChatCompletionChunk, ChatCompletionRequest } from "../../../api/Ch
 import type { InferenceModel } from "../../../api/InferenceModel.js"
 import { EngineError, errorBody } from "../../engine/EngineError.js"
 import { loadCheckpoint, type Policy } from "../../engine/Policy.js"
-import { completeEffect, completeStream } from "../../engine/Sampler.js"
+import { prepare, runRounds } from "../../engine/Sampler.js"
+import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
-import { yieldToEventLoop } from "./eventLoop.js"
 import type { PolicyCache } from "./policyCache.js"
 import { openAi } from "./responses.js"
+import { RETRY_AFTER_SECONDS, type SamplingBudget } from "./sampling.js"
 
 export {
   /** The base model every fresh backend serves. */
@@ -159,9 +163,21 @@ export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
     Stream.encodeText
   )
 
-/** `POST /v1/chat/completions` over a policy cache: a completion, or its stream of chunks, from the engine. */
+/** The 429 of a full sampling queue, in the OpenAI shape, with `retry-after`. */
+const busy = (budget: SamplingBudget, tokens: number) =>
+  HttpServerResponse.setHeader(
+    openAi(429, "RateLimitError", budget.refusal(tokens)),
+    "retry-after",
+    String(RETRY_AFTER_SECONDS)
+  )
+
+/**
+ * `POST /v1/chat/completions` over a policy cache and the sampling budget: a completion, or its stream of
+ * chunks, from the engine. The request is checked first (a 400 before any decoding), then admitted under the
+ * budget (a 429 when the queue is full) for as long as its response is being written.
+ */
 export const createChatCompletion =
-  (cache: PolicyCache) =>
+  (cache: PolicyCache, budget: SamplingBudget) =>
   ({ payload }: { readonly payload: ChatCompletionRequest }) =>
     Effect.gen(function* () {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -170,24 +186,20 @@ export const createChatCompletion =
       if (Option.isNone(resolved)) {
         return openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`)
       }
-      const model = () => resolved.value
       const requestId = request.headers["x-request-id"]
-      const options = { modelName: name, ...(requestId === undefined ? {} : { requestId }) }
-      if (payload.stream !== true) {
-        return yield* completeEffect(model(), payload, options).pipe(
-          Effect.catchTag("EngineError", (e) => Effect.succeed(engineError(e)))
-        )
-      }
-      // The request is checked (and refused with a 400) before the stream, and so the 200, begins.
-      const chunks = yield* Effect.try({
-        try: () => completeStream(model(), payload, options),
+      const options = { modelName: name, limits: budget.limits, ...(requestId === undefined ? {} : { requestId }) }
+      const prepared = yield* Effect.try({
+        try: () => prepare(resolved.value, payload, options),
         catch: (error) => error
       }).pipe(Effect.either)
-      if (chunks._tag === "Left") {
-        if (chunks.left instanceof EngineError) return engineError(chunks.left)
-        return yield* Effect.die(chunks.left)
+      if (prepared._tag === "Left") {
+        if (prepared.left instanceof EngineError) return engineError(prepared.left)
+        return yield* Effect.die(prepared.left)
       }
-      return HttpServerResponse.stream(eventStream(chunks.right), {
+      const { tokens, rounds, stream } = prepared.right
+      if (!(yield* budget.reserve(tokens))) return busy(budget, tokens)
+      if (payload.stream !== true) return yield* runRounds(rounds())
+      return HttpServerResponse.stream(eventStream(stream()), {
         contentType: "text/event-stream",
         headers: { "cache-control": "no-cache" }
       })

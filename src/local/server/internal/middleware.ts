@@ -2,8 +2,8 @@
  * The two middlewares of the server.
  *
  * - `edge` wraps the whole app: the request id, authentication (Bearer; on the trace surface's paths also
- *   Basic, see `Auth.ts`), the body size limit, and a last net that
- *   turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
+ *   Basic, see `Auth.ts`), the body size limit, the body checks of `admit.ts` (media type, JSON depth,
+ *   the multipart form), and a last net that turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
  *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
  *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`).
  * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
@@ -19,9 +19,11 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
+import { admit } from "./admit.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
 import * as Responses from "./responses.js"
@@ -81,6 +83,8 @@ export interface EdgeOptions {
   /** Checks an `Authorization` header; `allowBasic` on the trace surface's paths (Basic as its SDKs send it). */
   readonly verify: (authorization: string | undefined, allowBasic: boolean) => boolean
   readonly maxBodySize: number
+  /** Tells the paths whose routes take `multipart/form-data` (see `admit.ts`). */
+  readonly isMultipart: (pathname: string) => boolean
 }
 
 /** A client's request id we echo: 1 to 200 printable ASCII characters (spaces allowed inside). */
@@ -105,8 +109,14 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
     if (next === undefined) {
       return HttpServerResponse.setHeader(tooLarge(request, options.maxBodySize), "connection", "close")
     }
-    const limited = IncomingMessage.withMaxBodySize(app, Option.some(options.maxBodySize))
-    return yield* next === request ? limited : Effect.provideService(limited, BufferedRequest, next)
+    const maxBodySize = Option.some(options.maxBodySize)
+    const admitted = yield* IncomingMessage.withMaxBodySize(
+      admit(next, pathname(request), options.isMultipart),
+      maxBodySize
+    )
+    if (Either.isLeft(admitted)) return admitted.left
+    const limited = IncomingMessage.withMaxBodySize(app, maxBodySize)
+    return yield* admitted.right === request ? limited : Effect.provideService(limited, BufferedRequest, admitted.right)
   }).pipe(
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)

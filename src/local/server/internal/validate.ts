@@ -16,7 +16,8 @@ import { details, type Part } from "./issues.js"
 
 type AnySchema = Schema.Schema<never, unknown, never>
 
-interface Route {
+/** A route of the api: its method, its path as a pattern, and the schemas of its parts. */
+export interface Route {
   readonly method: string
   readonly pattern: RegExp
   readonly names: ReadonlyArray<string>

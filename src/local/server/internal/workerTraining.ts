@@ -28,7 +28,7 @@ import {
   trainRl,
   trainSft
 } from "../../engine/Trainer.js"
-import { yieldToEventLoop } from "./eventLoop.js"
+import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import { decodeSftLines, JobFailure } from "./workerData.js"
 
 export { JobFailure }

@@ -10,8 +10,10 @@
  *   assembled response (content per choice, finish reasons, usage) when it ends, or with an exception when it
  *   breaks off. The usage chunk is sent only when `stream_options.include_usage` asks for it.
  * - `inputs` that are not a valid chat-completions request, or that the engine refuses, are 400 `{reason}`
- *   naming the field; an unknown model is 404 `{reason}`. Nothing is traced for a refused request.
+ *   naming the field; an unknown model is 404 `{reason}`; a full sampling queue (see `../sampling.ts`) 429
+ *   `{reason}` with `retry-after`. Nothing is traced for a refused request.
  */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -28,10 +30,12 @@ import type { JsonObject, JsonValue } from "../../../../api/Json.js"
 import { InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import type { CompletionsCreateReq } from "../../../../api/TraceMisc.js"
 import { EngineError } from "../../../engine/EngineError.js"
-import { completeEffect, completeStream } from "../../../engine/Sampler.js"
+import type { Policy } from "../../../engine/Policy.js"
+import { prepare as prepareDecoding, runRounds } from "../../../engine/Sampler.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import { chunkStream, resolvePolicy } from "../inference.js"
 import type { PolicyCache } from "../policyCache.js"
+import { RETRY_AFTER_SECONDS, type SamplingBudget } from "../sampling.js"
 import { checkProject, newId } from "./ids.js"
 import { jsonLinesStream } from "./jsonLines.js"
 
@@ -49,6 +53,20 @@ const decodeRequest = (inputs: CompletionsCreateReq["inputs"], stream: boolean) 
 
 const refused = (error: EngineError) =>
   new InvalidRequest({ reason: error.param === null ? error.message : `${error.param}: ${error.message}` })
+
+/** The request checked by the engine (its refusal a 400 with the reason), ready to decode. */
+const checked = (policy: Policy, request: ChatCompletionRequest, model: string, budget: SamplingBudget) =>
+  Effect.try({
+    try: () => prepareDecoding(policy, request, { modelName: model, limits: budget.limits }),
+    catch: (error) => error
+  }).pipe(Effect.catchAll((error) => (error instanceof EngineError ? Effect.fail(refused(error)) : Effect.die(error))))
+
+/** The 429 of a full sampling queue, with the reason and `retry-after`. */
+const busy = (budget: SamplingBudget, tokens: number) =>
+  HttpServerResponse.unsafeJson(
+    { reason: budget.refusal(tokens) },
+    { status: 429, headers: { "retry-after": String(RETRY_AFTER_SECONDS) } }
+  )
 
 /** A checked request: the project, the decoded request and its policy. */
 const prepare = (cache: PolicyCache, payload: CompletionsCreateReq, stream: boolean) =>
@@ -120,12 +138,14 @@ const tracedCall = (payload: CompletionsCreateReq, track: boolean) =>
 
 /** `POST /completions/create` over a policy cache. */
 export const completionsCreate =
-  (cache: PolicyCache) =>
+  (cache: PolicyCache, budget: SamplingBudget) =>
   ({ payload }: { readonly payload: CompletionsCreateReq }) =>
     Effect.gen(function* () {
       const { request, model, policy } = yield* prepare(cache, payload, false)
       const call = yield* tracedCall(payload, payload.track_llm_call !== false)
-      const completion = yield* completeEffect(policy, request, { modelName: model }).pipe(Effect.mapError(refused))
+      const prepared = yield* checked(policy, request, model, budget)
+      if (!(yield* budget.reserve(prepared.tokens))) return busy(budget, prepared.tokens)
+      const completion = yield* runRounds(prepared.rounds())
       // The encoded completion is plain JSON (every field a JSON value).
       const response = Schema.encodeSync(ChatCompletion)(completion) as unknown as JsonObject
       if (call !== undefined) {
@@ -181,19 +201,16 @@ class Assembled {
 
 /** `POST /completions/create_stream` over a policy cache. */
 export const completionsCreateStream =
-  (cache: PolicyCache) =>
+  (cache: PolicyCache, budget: SamplingBudget) =>
   ({ payload }: { readonly payload: CompletionsCreateReq }) =>
     Effect.gen(function* () {
       const { request, model, policy } = yield* prepare(cache, payload, true)
       const wantsUsage = request.stream_options?.include_usage === true
       // Usage is always decoded, to trace it; the client gets the usage chunk only when it asked for it.
       const engineRequest = { ...request, stream_options: { ...request.stream_options, include_usage: true } }
-      const chunks = yield* Effect.try({
-        try: () => completeStream(policy, engineRequest, { modelName: model }),
-        catch: (error) => error
-      }).pipe(
-        Effect.catchAll((error) => (error instanceof EngineError ? Effect.fail(refused(error)) : Effect.die(error)))
-      )
+      const prepared = yield* checked(policy, engineRequest, model, budget)
+      if (!(yield* budget.reserve(prepared.tokens))) return busy(budget, prepared.tokens)
+      const chunks = prepared.stream()
       const call = yield* tracedCall(payload, payload.track_llm_call !== false)
       if (call !== undefined) yield* call.begin
       const assembled = new Assembled()

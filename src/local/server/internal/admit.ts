@@ -1,0 +1,217 @@
+/**
+ * What the server reads of a request body before any route sees it, so that every body it cannot read is
+ * a 4xx at once (never a 500, never a hang):
+ *
+ * - JSON routes (all but the raw ones and `file/create`): a body must be JSON (no `Content-Type`, or
+ *   `application/json`), else 415. The body is read (the platform caches it, so the route's own
+ *   `request.json` reads it from memory) and its nesting depth counted without recursion: deeper than
+ *   {@link MAX_JSON_DEPTH}, 400. Parsing (and the 422 for text that is not JSON) stays the route's.
+ * - `file/create` (and `files/create`): `multipart/form-data` with a boundary (else 415 / 400). The body is parsed here (by the
+ *   runtime's `FormData` parser); a body that does not parse is 400, a missing or mistyped `project_id` or
+ *   `file` part is FastAPI's 422 naming the part, a file name or text field over {@link MAX_FORM_NAME} /
+ *   {@link MAX_FORM_FIELD} characters 400. The route then gets a fresh body with only the parts it takes.
+ * - Raw routes (`/otel/v1/trace(s)`, `POST /v1/local/files`) read their bodies themselves, by content type.
+ *
+ * Errors come in the surface's own shape (see `responses.ts`): `{detail}` on the training surface,
+ * `{error: {...}}` on the OpenAI-compatible one, `{reason}` on the trace surface.
+ */
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Responses from "./responses.js"
+import { isTracePath } from "./trace/paths.js"
+import type { Route } from "./validate.js"
+
+/** The deepest nesting of arrays and objects a JSON body may have. */
+export const MAX_JSON_DEPTH = 512
+
+/** The longest file name or form field name `file/create` takes, in characters. */
+export const MAX_FORM_NAME = 1024
+
+/** The longest text field (`project_id`, `expected_digest`) `file/create` takes, in characters. */
+export const MAX_FORM_FIELD = 4096
+
+/** Paths whose routes read the body raw themselves. */
+const RAW_PATHS = new Set(["/otel/v1/trace", "/otel/v1/traces", "/v1/local/files"])
+
+/** Tells the paths of the routes whose payload is `multipart/form-data` (`file/create` and its alias). */
+export const multipartPaths = (table: ReadonlyArray<Route>): ((pathname: string) => boolean) => {
+  const patterns = table
+    .filter(
+      (route) => Option.isSome(route.payload) && HttpApiSchema.getMultipart(route.payload.value.ast) !== undefined
+    )
+    .map((route) => route.pattern)
+  return (pathname) => patterns.some((pattern) => pattern.test(pathname))
+}
+
+/** An error response in the shape of the surface the path belongs to. */
+export const surfaceError = (
+  pathname: string,
+  status: number,
+  openAiType: string,
+  message: string
+): HttpServerResponse.HttpServerResponse => {
+  if (isTracePath(pathname)) return HttpServerResponse.unsafeJson({ reason: message }, { status })
+  return Responses.isOpenAiPath(pathname)
+    ? Responses.openAi(status, openAiType, message)
+    : Responses.detail(status, message)
+}
+
+/** The media type of a `Content-Type` header, lower case, without parameters. */
+export const mediaTypeOf = (header: string | undefined): string =>
+  (header ?? "").split(";")[0]?.trim().toLowerCase() ?? ""
+
+/** JSON as the platform reads it: no media type, or `application/json` (a `…+json` type it would not parse). */
+const isJsonMediaType = (mediaType: string) => mediaType === "" || mediaType === "application/json"
+
+/**
+ * How deep the arrays and objects of a JSON text nest, counted in one pass without recursion; stops counting
+ * once past `limit` (the answer is then `limit + 1`). Brackets inside strings do not count.
+ */
+export const jsonDepth = (text: string, limit: number): number => {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) {
+      inString = true
+    } else if (c === 0x5b || c === 0x7b) {
+      depth++
+      if (depth > deepest) {
+        deepest = depth
+        if (deepest > limit) return deepest
+      }
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--
+    }
+  }
+  return deepest
+}
+
+/** A method whose requests carry a body. */
+const takesBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.method !== "GET" && request.method !== "HEAD" && request.method !== "OPTIONS"
+
+/** A request body worth reading: a length that is not zero. */
+const hasBody = (request: HttpServerRequest.HttpServerRequest) =>
+  request.headers["transfer-encoding"] !== undefined ||
+  (request.headers["content-length"] !== undefined && request.headers["content-length"] !== "0")
+
+const missing = (part: string, type = "missing", msg = "Field required") =>
+  Responses.invalid([{ loc: ["body", part], msg, type }])
+
+/**
+ * The multipart body of `file/create`, parsed: a fresh request carrying only `project_id`,
+ * `expected_digest` (when sent) and `file`, or the 4xx for a body that cannot be that.
+ */
+const admitForm = (
+  request: HttpServerRequest.HttpServerRequest,
+  pathname: string,
+  body: ArrayBuffer
+): Effect.Effect<Either.Either<HttpServerRequest.HttpServerRequest, HttpServerResponse.HttpServerResponse>> =>
+  Effect.gen(function* () {
+    const refuse = (status: number, message: string) => Either.left(surfaceError(pathname, status, "", message))
+    const contentType = request.headers["content-type"] ?? ""
+    const form = yield* Effect.tryPromise(() =>
+      new Response(body, { headers: { "content-type": contentType } }).formData()
+    ).pipe(Effect.either)
+    if (Either.isLeft(form)) {
+      return refuse(
+        400,
+        "The multipart/form-data body could not be parsed (a boundary that does not match, or a truncated part)"
+      )
+    }
+    for (const name of form.right.keys()) {
+      if (name.length > MAX_FORM_NAME)
+        return refuse(400, `A form field name is longer than ${MAX_FORM_NAME} characters`)
+    }
+    const fields: Record<string, string> = {}
+    for (const name of ["project_id", "expected_digest"]) {
+      const value = form.right.get(name)
+      if (value === null) continue
+      if (typeof value !== "string") return Either.left(missing(name, "string_type", "Input should be a valid string"))
+      if (value.length > MAX_FORM_FIELD) {
+        return refuse(400, `The form field ${name} is longer than ${MAX_FORM_FIELD} characters`)
+      }
+      fields[name] = value
+    }
+    if (fields.project_id === undefined) return Either.left(missing("project_id"))
+    const file = form.right.get("file")
+    if (file === null) return Either.left(missing("file"))
+    if (typeof file === "string") {
+      return Either.left(missing("file", "value_error", `Expected UploadFile, received: <class 'str'>`))
+    }
+    if (file.name.length > MAX_FORM_NAME) return refuse(400, `The file name is longer than ${MAX_FORM_NAME} characters`)
+    const clean = new FormData()
+    for (const [name, value] of Object.entries(fields)) clean.append(name, value)
+    clean.append("file", file, file.name)
+    const headers = new Headers()
+    for (const [name, value] of Object.entries(request.headers)) {
+      if (name !== "content-type" && name !== "content-length" && name !== "transfer-encoding") headers.set(name, value)
+    }
+    return Either.right(
+      HttpServerRequest.fromWeb(
+        new Request(`http://localhost${request.url}`, { method: request.method, headers, body: clean })
+      )
+    )
+  })
+
+/**
+ * The request as the routes may read it, or the 4xx for a body the server cannot read (see the module's
+ * comment). `request` must have a body within the size limit already (`body.ts`), and the platform's body
+ * limit must be in place, since the JSON body is read here through the platform.
+ */
+export const admit = (
+  request: HttpServerRequest.HttpServerRequest,
+  pathname: string,
+  isMultipart: (pathname: string) => boolean
+): Effect.Effect<Either.Either<HttpServerRequest.HttpServerRequest, HttpServerResponse.HttpServerResponse>> =>
+  Effect.gen(function* () {
+    if (!takesBody(request) || RAW_PATHS.has(pathname)) return Either.right(request)
+    const mediaType = mediaTypeOf(request.headers["content-type"])
+    // Even an empty body is parsed on the multipart route: the platform's parser waits for good on one.
+    if (isMultipart(pathname)) {
+      if (mediaType !== "multipart/form-data") {
+        return Either.left(
+          surfaceError(pathname, 415, "", `Unsupported media type ${mediaType || "(none)"}: send multipart/form-data`)
+        )
+      }
+      if (!/;\s*boundary=/i.test(request.headers["content-type"] ?? "")) {
+        return Either.left(surfaceError(pathname, 400, "", "The multipart/form-data Content-Type has no boundary"))
+      }
+      const body = yield* Effect.either(request.arrayBuffer)
+      // A body that fails to arrive whole is left to the route's own reading, which answers it (422 / 413).
+      if (Either.isLeft(body)) return Either.right(request)
+      return yield* admitForm(request, pathname, body.right)
+    }
+    if (!hasBody(request)) return Either.right(request)
+    if (!isJsonMediaType(mediaType)) {
+      return Either.left(
+        surfaceError(
+          pathname,
+          415,
+          "UnsupportedMediaTypeError",
+          `Unsupported media type ${mediaType}: send the body as application/json`
+        )
+      )
+    }
+    const text = yield* Effect.either(request.text)
+    if (Either.isRight(text) && jsonDepth(text.right, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      return Either.left(
+        surfaceError(
+          pathname,
+          400,
+          "BadRequestError",
+          `The JSON body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`
+        )
+      )
+    }
+    return Either.right(request)
+  })
