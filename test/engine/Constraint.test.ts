@@ -4,7 +4,13 @@ import type { JsonValue } from "../../src/api/Json.js"
 import { ByteAutomaton, Matcher, type Node } from "../../src/local/engine/constraint/Automaton.js"
 import { choiceNode } from "../../src/local/engine/constraint/Choice.js"
 import { constraintOf } from "../../src/local/engine/constraint/Constraint.js"
-import { compileJsonSchema, jsonObjectNode } from "../../src/local/engine/constraint/JsonSchema.js"
+import {
+  compileJsonSchema,
+  jsonObjectNode,
+  MAX_EXPONENT_DIGITS,
+  MAX_FRACTION_DIGITS,
+  MAX_INTEGER_DIGITS
+} from "../../src/local/engine/constraint/JsonSchema.js"
 import { parseRegex, RegexError } from "../../src/local/engine/constraint/Regex.js"
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import { Rng } from "../../src/local/engine/Random.js"
@@ -52,9 +58,9 @@ const validates = (schema: JsonValue, value: unknown, root: JsonValue = schema):
           [...value].length <= ((s.maxLength as number) ?? Number.POSITIVE_INFINITY)
         )
       case "number":
-        return typeof value === "number"
+        return typeof value === "number" && Number.isFinite(value)
       case "integer":
-        return typeof value === "number" && Number.isInteger(value)
+        return typeof value === "number" && Number.isSafeInteger(value)
       case "boolean":
         return typeof value === "boolean"
       case "null":
@@ -81,6 +87,14 @@ const validates = (schema: JsonValue, value: unknown, root: JsonValue = schema):
   }
   return types.length === 0 ? true : types.some(typeOk)
 }
+
+/** Whether every number inside a JSON value is finite. */
+const finiteNumbers = (value: unknown): boolean =>
+  typeof value === "number"
+    ? Number.isFinite(value)
+    : value !== null && typeof value === "object"
+      ? Object.values(value).every(finiteNumbers)
+      : true
 
 describe("regex constraint", () => {
   const patterns = [
@@ -219,6 +233,73 @@ describe("JSON schema constraint", () => {
       expect(ended).toBe(true)
       const value: unknown = JSON.parse(text)
       expect(typeof value === "object" && value !== null && !Array.isArray(value)).toBe(true)
+    }
+  })
+
+  /** Whether the automaton accepts the whole text. */
+  const accepts = (automaton: ByteAutomaton, text: string): boolean => {
+    const m = new Matcher(automaton)
+    for (const b of new TextEncoder().encode(text)) {
+      if (!(m.costs()[b]! < Number.POSITIVE_INFINITY)) return false
+      m.advance(b)
+    }
+    return m.canEnd()
+  }
+
+  it("numbers are bounded in digits, so that each one reads back finite (7e5085 was Infinity)", () => {
+    const number = new ByteAutomaton(compileJsonSchema({ type: "number" }))
+    const integer = new ByteAutomaton(compileJsonSchema({ type: "integer" }))
+    const object = new ByteAutomaton(jsonObjectNode())
+    const digits = (n: number) => "9".repeat(n)
+    for (const text of [
+      "0",
+      "-7",
+      "1.5",
+      "7e50",
+      "7E+08",
+      "-0.25e-99",
+      `${digits(MAX_INTEGER_DIGITS)}.${digits(MAX_FRACTION_DIGITS)}e${digits(MAX_EXPONENT_DIGITS)}`
+    ]) {
+      expect(accepts(number, text), text).toBe(true)
+      expect(accepts(object, `{"n":${text}}`), text).toBe(true)
+      expect(Number.isFinite(JSON.parse(text)), text).toBe(true)
+    }
+    for (const text of [
+      "7e5085",
+      "1e309",
+      `1e${digits(MAX_EXPONENT_DIGITS + 1)}`,
+      `${digits(MAX_INTEGER_DIGITS + 1)}`,
+      `0.${digits(MAX_FRACTION_DIGITS + 1)}`,
+      "01",
+      "1.",
+      "1e"
+    ]) {
+      expect(accepts(number, text), text).toBe(false)
+      expect(accepts(object, `{"n":${text}}`), text).toBe(false)
+    }
+    expect(accepts(integer, `-${digits(MAX_INTEGER_DIGITS)}`)).toBe(true)
+    expect(Number.isSafeInteger(-Number(digits(MAX_INTEGER_DIGITS)))).toBe(true)
+    expect(accepts(integer, digits(MAX_INTEGER_DIGITS + 1))).toBe(false)
+    expect(accepts(integer, "1e5")).toBe(false)
+    expect(accepts(integer, "1.0")).toBe(false)
+  })
+
+  it("random walks over numbers, integers and json_object only write finite numbers and safe integers", () => {
+    const cases: ReadonlyArray<readonly [ByteAutomaton, (value: unknown) => boolean]> = [
+      [new ByteAutomaton(compileJsonSchema({ type: "number" })), (v) => typeof v === "number" && Number.isFinite(v)],
+      [new ByteAutomaton(compileJsonSchema({ type: "integer" })), (v) => Number.isSafeInteger(v)],
+      [
+        new ByteAutomaton(compileJsonSchema({ type: "array", items: { type: "number" }, minItems: 3 })),
+        (v) => Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x))
+      ],
+      [new ByteAutomaton(jsonObjectNode()), (v) => finiteNumbers(v)]
+    ]
+    for (const [automaton, ok] of cases) {
+      for (let seed = 0; seed < 200; seed++) {
+        const { text, ended } = walk(automaton, seed, 300)
+        expect(ended, text).toBe(true)
+        expect(ok(JSON.parse(text)), text).toBe(true)
+      }
     }
   })
 
