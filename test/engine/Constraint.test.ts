@@ -14,6 +14,7 @@ import {
 import { parseRegex, RegexError } from "../../src/local/engine/constraint/Regex.js"
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import { Rng } from "../../src/local/engine/Random.js"
+import { accepts, finiteNumbers, validates } from "../support/schemas.js"
 
 const strict = new TextDecoder("utf-8", { fatal: true })
 
@@ -35,66 +36,6 @@ const walk = (node: Node | ByteAutomaton, seed: number, budget: number): { text:
   }
   return { text: strict.decode(Uint8Array.from(bytes)), ended: m.canEnd() }
 }
-
-/** A validator of the schema subset, to check outputs against (independent of the compiler). */
-const validates = (schema: JsonValue, value: unknown, root: JsonValue = schema): boolean => {
-  if (schema === true) return true
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return false
-  const s = schema as { readonly [key: string]: JsonValue }
-  if (s.$ref !== undefined) {
-    const name = String(s.$ref).split("/").pop()!
-    return validates((root as { $defs: Record<string, JsonValue> }).$defs[name]!, value, root)
-  }
-  if (s.const !== undefined) return JSON.stringify(s.const) === JSON.stringify(value)
-  if (Array.isArray(s.enum)) return s.enum.some((v) => JSON.stringify(v) === JSON.stringify(value))
-  if (Array.isArray(s.anyOf)) return s.anyOf.some((sub) => validates(sub, value, root))
-  const types = s.type === undefined ? [] : Array.isArray(s.type) ? (s.type as Array<string>) : [s.type as string]
-  const typeOk = (t: string): boolean => {
-    switch (t) {
-      case "string":
-        return (
-          typeof value === "string" &&
-          [...value].length >= ((s.minLength as number) ?? 0) &&
-          [...value].length <= ((s.maxLength as number) ?? Number.POSITIVE_INFINITY)
-        )
-      case "number":
-        return typeof value === "number" && Number.isFinite(value)
-      case "integer":
-        return typeof value === "number" && Number.isSafeInteger(value)
-      case "boolean":
-        return typeof value === "boolean"
-      case "null":
-        return value === null
-      case "array":
-        return (
-          Array.isArray(value) &&
-          value.length >= ((s.minItems as number) ?? 0) &&
-          value.length <= ((s.maxItems as number) ?? Number.POSITIVE_INFINITY) &&
-          value.every((v) => validates(s.items ?? true, v, root))
-        )
-      case "object": {
-        if (value === null || typeof value !== "object" || Array.isArray(value)) return false
-        const obj = value as Record<string, unknown>
-        const props = (s.properties ?? {}) as Record<string, JsonValue>
-        const required = (s.required ?? []) as Array<string>
-        return (
-          required.every((k) => k in obj) &&
-          Object.entries(obj).every(([k, v]) => (k in props ? validates(props[k]!, v, root) : true))
-        )
-      }
-    }
-    return false
-  }
-  return types.length === 0 ? true : types.some(typeOk)
-}
-
-/** Whether every number inside a JSON value is finite. */
-const finiteNumbers = (value: unknown): boolean =>
-  typeof value === "number"
-    ? Number.isFinite(value)
-    : value !== null && typeof value === "object"
-      ? Object.values(value).every(finiteNumbers)
-      : true
 
 describe("regex constraint", () => {
   const patterns = [
@@ -146,6 +87,33 @@ describe("regex constraint", () => {
     m.advance(0x62)
     expect(allowed()).toEqual([])
     expect(m.canEnd()).toBe(true)
+  })
+
+  it("a byte outside the automaton leaves it for good, without reading outside it", () => {
+    const automaton = new ByteAutomaton(parseRegex("ab*"))
+    const m = new Matcher(automaton)
+    m.advance(0x61)
+    expect(m.canContinue()).toBe(true)
+    m.advance(0x7a)
+    expect([...m.costs()].every((c) => c === Number.POSITIVE_INFINITY)).toBe(true)
+    expect(m.canEnd()).toBe(false)
+    expect(m.canContinue()).toBe(false)
+    expect(m.remaining()).toBe(Number.POSITIVE_INFINITY)
+    m.advance(0x62)
+    expect(m.canEnd()).toBe(false)
+    // A stray continuation byte, and a lead byte followed by no continuation, leave it too.
+    for (const bytes of [[0x80], [0xc3, 0x61]]) {
+      const stray = new Matcher(new ByteAutomaton(parseRegex(".*")))
+      for (const b of bytes) stray.advance(b)
+      expect(stray.canEnd()).toBe(false)
+      expect(stray.canContinue()).toBe(false)
+    }
+    // A complete output that cannot go on.
+    expect(new Matcher(new ByteAutomaton(parseRegex("a"))).canContinue()).toBe(true)
+    const closed = new Matcher(new ByteAutomaton(parseRegex("a")))
+    closed.advance(0x61)
+    expect(closed.canEnd()).toBe(true)
+    expect(closed.canContinue()).toBe(false)
   })
 
   it("refuses features outside the subset, naming them", () => {
@@ -235,16 +203,6 @@ describe("JSON schema constraint", () => {
       expect(typeof value === "object" && value !== null && !Array.isArray(value)).toBe(true)
     }
   })
-
-  /** Whether the automaton accepts the whole text. */
-  const accepts = (automaton: ByteAutomaton, text: string): boolean => {
-    const m = new Matcher(automaton)
-    for (const b of new TextEncoder().encode(text)) {
-      if (!(m.costs()[b]! < Number.POSITIVE_INFINITY)) return false
-      m.advance(b)
-    }
-    return m.canEnd()
-  }
 
   it("numbers are bounded in digits, so that each one reads back finite (7e5085 was Infinity)", () => {
     const number = new ByteAutomaton(compileJsonSchema({ type: "number" }))
