@@ -4,10 +4,17 @@ import type { JsonValue } from "../../src/api/Json.js"
 import { ByteAutomaton, Matcher, type Node } from "../../src/local/engine/constraint/Automaton.js"
 import { choiceNode } from "../../src/local/engine/constraint/Choice.js"
 import { constraintOf } from "../../src/local/engine/constraint/Constraint.js"
-import { compileJsonSchema, jsonObjectNode } from "../../src/local/engine/constraint/JsonSchema.js"
+import {
+  compileJsonSchema,
+  jsonObjectNode,
+  MAX_EXPONENT_DIGITS,
+  MAX_FRACTION_DIGITS,
+  MAX_INTEGER_DIGITS
+} from "../../src/local/engine/constraint/JsonSchema.js"
 import { parseRegex, RegexError } from "../../src/local/engine/constraint/Regex.js"
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import { Rng } from "../../src/local/engine/Random.js"
+import { accepts, finiteNumbers, validates } from "../support/schemas.js"
 
 const strict = new TextDecoder("utf-8", { fatal: true })
 
@@ -28,58 +35,6 @@ const walk = (node: Node | ByteAutomaton, seed: number, budget: number): { text:
     bytes.push(b)
   }
   return { text: strict.decode(Uint8Array.from(bytes)), ended: m.canEnd() }
-}
-
-/** A validator of the schema subset, to check outputs against (independent of the compiler). */
-const validates = (schema: JsonValue, value: unknown, root: JsonValue = schema): boolean => {
-  if (schema === true) return true
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return false
-  const s = schema as { readonly [key: string]: JsonValue }
-  if (s.$ref !== undefined) {
-    const name = String(s.$ref).split("/").pop()!
-    return validates((root as { $defs: Record<string, JsonValue> }).$defs[name]!, value, root)
-  }
-  if (s.const !== undefined) return JSON.stringify(s.const) === JSON.stringify(value)
-  if (Array.isArray(s.enum)) return s.enum.some((v) => JSON.stringify(v) === JSON.stringify(value))
-  if (Array.isArray(s.anyOf)) return s.anyOf.some((sub) => validates(sub, value, root))
-  const types = s.type === undefined ? [] : Array.isArray(s.type) ? (s.type as Array<string>) : [s.type as string]
-  const typeOk = (t: string): boolean => {
-    switch (t) {
-      case "string":
-        return (
-          typeof value === "string" &&
-          [...value].length >= ((s.minLength as number) ?? 0) &&
-          [...value].length <= ((s.maxLength as number) ?? Number.POSITIVE_INFINITY)
-        )
-      case "number":
-        return typeof value === "number"
-      case "integer":
-        return typeof value === "number" && Number.isInteger(value)
-      case "boolean":
-        return typeof value === "boolean"
-      case "null":
-        return value === null
-      case "array":
-        return (
-          Array.isArray(value) &&
-          value.length >= ((s.minItems as number) ?? 0) &&
-          value.length <= ((s.maxItems as number) ?? Number.POSITIVE_INFINITY) &&
-          value.every((v) => validates(s.items ?? true, v, root))
-        )
-      case "object": {
-        if (value === null || typeof value !== "object" || Array.isArray(value)) return false
-        const obj = value as Record<string, unknown>
-        const props = (s.properties ?? {}) as Record<string, JsonValue>
-        const required = (s.required ?? []) as Array<string>
-        return (
-          required.every((k) => k in obj) &&
-          Object.entries(obj).every(([k, v]) => (k in props ? validates(props[k]!, v, root) : true))
-        )
-      }
-    }
-    return false
-  }
-  return types.length === 0 ? true : types.some(typeOk)
 }
 
 describe("regex constraint", () => {
@@ -132,6 +87,33 @@ describe("regex constraint", () => {
     m.advance(0x62)
     expect(allowed()).toEqual([])
     expect(m.canEnd()).toBe(true)
+  })
+
+  it("a byte outside the automaton leaves it for good, without reading outside it", () => {
+    const automaton = new ByteAutomaton(parseRegex("ab*"))
+    const m = new Matcher(automaton)
+    m.advance(0x61)
+    expect(m.canContinue()).toBe(true)
+    m.advance(0x7a)
+    expect([...m.costs()].every((c) => c === Number.POSITIVE_INFINITY)).toBe(true)
+    expect(m.canEnd()).toBe(false)
+    expect(m.canContinue()).toBe(false)
+    expect(m.remaining()).toBe(Number.POSITIVE_INFINITY)
+    m.advance(0x62)
+    expect(m.canEnd()).toBe(false)
+    // A stray continuation byte, and a lead byte followed by no continuation, leave it too.
+    for (const bytes of [[0x80], [0xc3, 0x61]]) {
+      const stray = new Matcher(new ByteAutomaton(parseRegex(".*")))
+      for (const b of bytes) stray.advance(b)
+      expect(stray.canEnd()).toBe(false)
+      expect(stray.canContinue()).toBe(false)
+    }
+    // A complete output that cannot go on.
+    expect(new Matcher(new ByteAutomaton(parseRegex("a"))).canContinue()).toBe(true)
+    const closed = new Matcher(new ByteAutomaton(parseRegex("a")))
+    closed.advance(0x61)
+    expect(closed.canEnd()).toBe(true)
+    expect(closed.canContinue()).toBe(false)
   })
 
   it("refuses features outside the subset, naming them", () => {
@@ -219,6 +201,63 @@ describe("JSON schema constraint", () => {
       expect(ended).toBe(true)
       const value: unknown = JSON.parse(text)
       expect(typeof value === "object" && value !== null && !Array.isArray(value)).toBe(true)
+    }
+  })
+
+  it("numbers are bounded in digits, so that each one reads back finite (7e5085 was Infinity)", () => {
+    const number = new ByteAutomaton(compileJsonSchema({ type: "number" }))
+    const integer = new ByteAutomaton(compileJsonSchema({ type: "integer" }))
+    const object = new ByteAutomaton(jsonObjectNode())
+    const digits = (n: number) => "9".repeat(n)
+    for (const text of [
+      "0",
+      "-7",
+      "1.5",
+      "7e50",
+      "7E+08",
+      "-0.25e-99",
+      `${digits(MAX_INTEGER_DIGITS)}.${digits(MAX_FRACTION_DIGITS)}e${digits(MAX_EXPONENT_DIGITS)}`
+    ]) {
+      expect(accepts(number, text), text).toBe(true)
+      expect(accepts(object, `{"n":${text}}`), text).toBe(true)
+      expect(Number.isFinite(JSON.parse(text)), text).toBe(true)
+    }
+    for (const text of [
+      "7e5085",
+      "1e309",
+      `1e${digits(MAX_EXPONENT_DIGITS + 1)}`,
+      `${digits(MAX_INTEGER_DIGITS + 1)}`,
+      `0.${digits(MAX_FRACTION_DIGITS + 1)}`,
+      "01",
+      "1.",
+      "1e"
+    ]) {
+      expect(accepts(number, text), text).toBe(false)
+      expect(accepts(object, `{"n":${text}}`), text).toBe(false)
+    }
+    expect(accepts(integer, `-${digits(MAX_INTEGER_DIGITS)}`)).toBe(true)
+    expect(Number.isSafeInteger(-Number(digits(MAX_INTEGER_DIGITS)))).toBe(true)
+    expect(accepts(integer, digits(MAX_INTEGER_DIGITS + 1))).toBe(false)
+    expect(accepts(integer, "1e5")).toBe(false)
+    expect(accepts(integer, "1.0")).toBe(false)
+  })
+
+  it("random walks over numbers, integers and json_object only write finite numbers and safe integers", () => {
+    const cases: ReadonlyArray<readonly [ByteAutomaton, (value: unknown) => boolean]> = [
+      [new ByteAutomaton(compileJsonSchema({ type: "number" })), (v) => typeof v === "number" && Number.isFinite(v)],
+      [new ByteAutomaton(compileJsonSchema({ type: "integer" })), (v) => Number.isSafeInteger(v)],
+      [
+        new ByteAutomaton(compileJsonSchema({ type: "array", items: { type: "number" }, minItems: 3 })),
+        (v) => Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x))
+      ],
+      [new ByteAutomaton(jsonObjectNode()), (v) => finiteNumbers(v)]
+    ]
+    for (const [automaton, ok] of cases) {
+      for (let seed = 0; seed < 200; seed++) {
+        const { text, ended } = walk(automaton, seed, 300)
+        expect(ended, text).toBe(true)
+        expect(ok(JSON.parse(text)), text).toBe(true)
+      }
     }
   })
 

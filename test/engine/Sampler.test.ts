@@ -8,10 +8,13 @@ import {
   renderPrompt,
   renderTrajectory
 } from "../../src/local/engine/ChatTemplate.js"
+import { ByteAutomaton } from "../../src/local/engine/constraint/Automaton.js"
+import { compileJsonSchema } from "../../src/local/engine/constraint/JsonSchema.js"
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import type { DecodeState, LanguageModel } from "../../src/local/engine/LanguageModel.js"
 import { complete, completeEffect, completeStream } from "../../src/local/engine/Sampler.js"
 import { encode, IM_END, IM_START, idsOfChoice, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
+import { accepts, validates } from "../support/schemas.js"
 import { logSoftmax, peaked, TableModel } from "./support/TableModel.js"
 
 type Fields = Omit<Partial<ChatCompletionRequest>, "messages"> & { messages?: ChatCompletionRequest["messages"] }
@@ -607,6 +610,145 @@ describe("Sampler: constrained decoding", () => {
       min_tokens: 4
     })
     expect(content(response)).toMatch(/^[ab]{4,6}$/)
+  })
+})
+
+describe("Sampler: constrained decoding within the token limit (issue 18, part 3)", () => {
+  const schema = {
+    type: "object",
+    properties: { name: { type: "string" }, age: { type: "integer" } },
+    required: ["name", "age"]
+  }
+  // {"name":"","age":0}
+  const shortest = 19
+  const jsonSchema = { type: "json_schema" as const, json_schema: { name: "person", schema } }
+
+  it("a token limit below the shortest valid output is refused up front, naming the field and the minimum", () => {
+    for (const max of [1, 2, 10, shortest - 1]) {
+      for (const [field, limit] of [
+        ["max_tokens", { max_tokens: max }],
+        ["max_completion_tokens", { max_completion_tokens: max }]
+      ] as const) {
+        expect(refusal(keyed, { seed: 1, ...limit, response_format: jsonSchema })).toMatchObject({
+          kind: "BadRequest",
+          param: field,
+          message: `${field} is ${max}, but the shortest output response_format.json_schema.schema allows takes ${shortest} tokens: ${field} must be at least ${shortest}`
+        })
+        // Streamed: refused before the first chunk.
+        expect(() =>
+          completeStream(keyed, request({ seed: 1, ...limit, stream: true, response_format: jsonSchema }), {
+            modelName: "m"
+          })
+        ).toThrow(EngineError)
+      }
+    }
+    expect(refusal(keyed, { max_tokens: 1, response_format: { type: "json_object" } })).toMatchObject({
+      param: "max_tokens",
+      message: expect.stringContaining("the shortest output response_format allows takes 2 tokens")
+    })
+    expect(refusal(keyed, { max_tokens: 1, structured_outputs: { choice: ["yes", "no"] } })).toMatchObject({
+      param: "max_tokens",
+      message: expect.stringContaining("the shortest output structured_outputs.choice allows takes 2 tokens")
+    })
+  })
+
+  it("without a token limit, a prompt that leaves too little of the context is a context overflow", () => {
+    const small = TableModel.keyed(7, 2, { contextLength: 64 })
+    const promptTokens = renderPrompt([{ role: "user", content: "x".repeat(40) }]).ids.length
+    const error = refusal(small, {
+      messages: [{ role: "user", content: "x".repeat(40) }],
+      response_format: jsonSchema
+    })
+    expect(error).toMatchObject({ kind: "ContextOverflow", param: "messages" })
+    expect(error.message).toBe(
+      `This model's maximum context length is 64 tokens. However, your request has ${promptTokens} input tokens, which leaves ${64 - promptTokens} for the completion, and the shortest output response_format.json_schema.schema allows takes ${shortest} tokens. Please reduce the length of the messages.`
+    )
+  })
+
+  it("at exactly the shortest limit the output is the shortest valid one, with finish_reason stop", () => {
+    for (let seed = 0; seed < 10; seed++) {
+      const choice = run(keyed, { temperature: 2, seed, max_tokens: shortest, response_format: jsonSchema }).choices[0]!
+      const value = JSON.parse(choice.message.content ?? "") as Record<string, unknown>
+      expect(typeof value.name).toBe("string")
+      expect(Number.isSafeInteger(value.age)).toBe(true)
+      expect(choice.finish_reason).toBe("stop")
+      expect(choice.stop_reason).toBeNull()
+    }
+    const object = run(keyed, { seed: 1, max_tokens: 2, response_format: { type: "json_object" } }).choices[0]!
+    expect(object).toMatchObject({ message: { content: "{}" }, finish_reason: "stop" })
+  })
+
+  it("JSON that closes on the last token of the limit ends with stop, not length", () => {
+    const text = '{"name":"Ada","age":36}'
+    const greedy = { temperature: 0, response_format: jsonSchema, return_token_ids: true }
+    // With room to spare the model ends its turn; on exactly the limit there is no token left for that.
+    for (const [limit, ids] of [
+      [text.length, encode(text)],
+      [text.length + 5, [...encode(text), IM_END]]
+    ] as const) {
+      const response = run(scripted(text), { ...greedy, max_tokens: limit })
+      expect(response.choices[0]).toMatchObject({ message: { content: text }, finish_reason: "stop", token_ids: ids })
+      const chunks = stream(scripted(text), { ...greedy, max_tokens: limit })
+      expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe("stop")
+    }
+    // Without a constraint, reaching the limit is still `length`.
+    expect(run(scripted(text), { temperature: 0, max_tokens: text.length }).choices[0]!.finish_reason).toBe("length")
+    // With ignore_eos, an output that could go on is cut by the limit: `length`; one that cannot: `stop`.
+    const digits = run(scripted("123456"), {
+      temperature: 0,
+      max_tokens: 3,
+      ignore_eos: true,
+      response_format: { type: "json_schema", json_schema: { name: "n", schema: { type: "integer" } } }
+    })
+    expect(digits.choices[0]).toMatchObject({ message: { content: "123" }, finish_reason: "length" })
+    const closed = run(scripted(text), {
+      temperature: 0,
+      max_tokens: text.length,
+      ignore_eos: true,
+      response_format: jsonSchema
+    })
+    expect(closed.choices[0]).toMatchObject({ message: { content: text }, finish_reason: "stop" })
+  })
+
+  it("where allowed_token_ids rule out the shortest way, the choice ends with length on a constrained prefix", () => {
+    // "a{5}|b": only "a" allowed, 3 tokens: the output can never complete; it stays on the way to "aaaaa".
+    const cut = run(keyed, {
+      seed: 1,
+      max_tokens: 3,
+      allowed_token_ids: [0x61, IM_END],
+      structured_outputs: { regex: "a{5}|b" }
+    })
+    expect(cut.choices[0]).toMatchObject({ message: { content: "aaa" }, finish_reason: "length" })
+    // "ab" with "b" not allowed: after "a" nothing may follow; the output is not complete: length.
+    const stuck = run(keyed, {
+      seed: 1,
+      max_tokens: 5,
+      allowed_token_ids: [0x61, IM_END],
+      structured_outputs: { regex: "ab" }
+    })
+    expect(stuck.choices[0]).toMatchObject({ message: { content: "a" }, finish_reason: "length" })
+  })
+
+  it("never crashes nor writes text outside the constraint, for any limit (the crash of max_tokens 2 to 10)", () => {
+    const automaton = new ByteAutomaton(compileJsonSchema(schema))
+    for (let max = 1; max <= 30; max++) {
+      for (let seed = 0; seed < 4; seed++) {
+        const fields: Fields = { temperature: 1.5, seed, max_tokens: max, response_format: jsonSchema }
+        if (max < shortest) {
+          expect(refusal(keyed, fields).param).toBe("max_tokens")
+          continue
+        }
+        const choice = run(keyed, { ...fields, return_token_ids: true }).choices[0]!
+        expect(choice.finish_reason).toBe("stop")
+        expect(
+          accepts(
+            automaton,
+            choice.token_ids!.filter((id) => id < 256)
+          )
+        ).toBe(true)
+        expect(validates(schema, JSON.parse(choice.message.content ?? ""))).toBe(true)
+      }
+    }
   })
 })
 

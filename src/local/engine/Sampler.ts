@@ -23,13 +23,19 @@
  * contains it (`stop_reason` the string) and cuts the text before it (after it with
  * `include_stop_str_in_output`). Stop tokens are part of `token_ids` and of the logprobs but not of the text
  * (unless `include_stop_str_in_output`). Stop strings are looked for once the output has more than
- * `min_tokens` tokens. Reaching the token limit gives `finish_reason` `length`.
+ * `min_tokens` tokens. Reaching the token limit gives `finish_reason` `length` (but see below).
  *
- * Constrained decoding: a byte whose cost (the fewest bytes to a complete output after it) exceeds the
- * tokens left is masked, so an output completes within the limit whenever it can; the stop tokens are
- * allowed only where the output is complete, other special tokens never. With `ignore_eos` they are allowed
- * only where the output cannot go on (and then end the choice). When masks leave no token at all, the choice
- * ends (`stop`, `stop_reason` null).
+ * Constrained decoding: a request whose token limit (`max_tokens` / `max_completion_tokens`, or what the
+ * context leaves after the prompt) cannot hold the shortest output the constraint allows is refused up front
+ * (`EngineError` naming the limit, or `messages`, with the tokens needed). A byte whose cost (the fewest
+ * bytes to a complete output after it) exceeds the tokens left is masked, so the output completes within
+ * the limit; the stop tokens are allowed only where the output is complete, other special tokens never.
+ * With `ignore_eos` they are allowed only where the output cannot go on (and then end the choice). An output
+ * complete at the token limit ends with `stop` (with `ignore_eos`: only if it could not go on), so a client
+ * that parses it on `stop` gets a valid value. Where `allowed_token_ids` rule out every way to a complete
+ * output within the limit, the choice keeps to the constraint and ends with `length` on a prefix of a valid
+ * output. When masks leave no token at all, the choice ends (`stop`, `stop_reason` null; `length` if its
+ * constrained output is incomplete).
  *
  * Seeds: choice `i` draws from a generator seeded with `seed + i` (int64 wrap-around); without `seed`, the
  * base seed is drawn from `crypto.getRandomValues`. Greedy steps draw nothing.
@@ -59,7 +65,7 @@ import type {
 import { yieldToEventLoop } from "../internal/eventLoop.js"
 import { renderOptionsOf, renderPrompt } from "./ChatTemplate.js"
 import { type ByteAutomaton, Matcher } from "./constraint/Automaton.js"
-import { constraintOf } from "./constraint/Constraint.js"
+import { compileConstraint, type RequestConstraint } from "./constraint/Constraint.js"
 import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
 import { Rng } from "./Random.js"
@@ -151,6 +157,32 @@ const checkRange = (param: string, value: number, ok: boolean, expected: string)
 }
 
 const tokenIdIn = (vocabSize: number, id: number): boolean => isInt(id) && id >= 0 && id < vocabSize
+
+/**
+ * Refuse a constrained request whose token limit cannot hold the shortest output the constraint allows (a
+ * token is a byte, so that output takes `minLength` tokens; the end of turn after it is not needed): a 400
+ * naming the limit the client set (`maxParam`), or, without one, a context overflow naming `messages`, with
+ * the number of tokens needed. Decoding it could only end cut short of a valid output.
+ */
+const checkConstraintBudget = (
+  constraint: RequestConstraint,
+  maxTokens: number,
+  maxParam: string | null,
+  promptTokens: number,
+  context: number
+): void => {
+  const needed = constraint.automaton.minLength
+  if (maxTokens >= needed) return
+  const shortest = `the shortest output ${constraint.param} allows takes ${needed} tokens`
+  if (maxParam !== null) {
+    throw badRequest(maxParam, `${maxParam} is ${maxTokens}, but ${shortest}: ${maxParam} must be at least ${needed}`)
+  }
+  throw new EngineError({
+    kind: "ContextOverflow",
+    param: "messages",
+    message: `This model's maximum context length is ${context} tokens. However, your request has ${promptTokens} input tokens, which leaves ${maxTokens} for the completion, and ${shortest}. Please reduce the length of the messages.`
+  })
+}
 
 /** Check a request and prepare its decoding; throws `EngineError`. */
 const plan = <S extends DecodeState>(
@@ -247,7 +279,7 @@ const plan = <S extends DecodeState>(
   })
   const stopTokenIds = new Set(request.stop_token_ids ?? [])
 
-  const constraint = constraintOf(request)
+  const constraint = compileConstraint(request)
 
   const rendered = renderPrompt(request.messages, renderOptionsOf(request))
   let promptIds = rendered.ids
@@ -276,6 +308,8 @@ const plan = <S extends DecodeState>(
       message: `This model's maximum context length is ${context} tokens. However, you requested ${promptIds.length + maxTokens} tokens (${promptIds.length} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`
     })
   }
+  if (constraint !== null)
+    checkConstraintBudget(constraint, maxTokens, requested === null ? null : maxParam, promptIds.length, context)
   if (minTokens > maxTokens)
     throw badRequest("min_tokens", `min_tokens (${minTokens}) may not exceed the token limit (${maxTokens})`)
   // The work one request may ask for (the whole of it is sampled before the next request is served).
@@ -317,7 +351,7 @@ const plan = <S extends DecodeState>(
     promptLogprobs,
     returnTokenIds: request.return_token_ids === true,
     tokensAsIds: request.return_tokens_as_token_ids === true,
-    constraint,
+    constraint: constraint?.automaton ?? null,
     includeUsage: request.stream_options != null && request.stream_options.include_usage !== false,
     continuousUsage: request.stream_options?.continuous_usage_stats === true
   }
@@ -441,11 +475,13 @@ class ChoiceRun<S extends DecodeState> {
     const m = this.matcher
     if (m !== null) {
       const costs = m.costs()
+      // Whether an allowed byte still leads to a complete output within the tokens left.
       let within = false
-      for (let b = 0; b < 256 && b < vocab; b++) if (costs[b]! <= left) within = true
+      for (let b = 0; b < 256 && b < vocab; b++) if (ok[b] === 1 && costs[b]! <= left) within = true
       const end = m.canEnd()
-      // Out of budget: keep making progress towards a complete output.
-      const limit = within || end ? left : Number.POSITIVE_INFINITY
+      // Out of budget (only where allowed_token_ids rule out the shortest way): keep to the constraint, making
+      // progress towards a complete output; the choice ends with `length`, on a prefix of one.
+      const limit = within || end ? left : Number.MAX_VALUE
       for (let b = 0; b < 256 && b < vocab; b++) if (!(costs[b]! <= limit)) ok[b] = 0
       // The end of turn where the output is complete (with ignore_eos: only where it cannot go on).
       const stops = end && (!plan.ignoreEos || !within)
@@ -602,12 +638,25 @@ class ChoiceRun<S extends DecodeState> {
     this.textEnd = textEnd
   }
 
+  /**
+   * Why a choice ends at the token limit: `stop` when its constrained output is complete there (so a client
+   * that parses it gets a valid value), unless `ignore_eos` was set and the output could have gone on; else
+   * `length`.
+   */
+  private endReason(): "stop" | "length" {
+    const m = this.matcher
+    if (m === null || !m.canEnd()) return "length"
+    return this.plan.ignoreEos && m.canContinue() ? "length" : "stop"
+  }
+
   /** Sample one token; null when the choice ended without one (no token was possible). */
   step(): Sampled | null {
     const plan = this.plan
     const ws = this.ws
     if (!this.masks()) {
-      this.finish("stop", null, this.text.length)
+      // Nothing may follow: the output is complete (`stop`), or under a constraint cut short of it (`length`).
+      const m = this.matcher
+      this.finish(m !== null && !m.canEnd() ? "length" : "stop", null, this.text.length)
       return null
     }
     const logits = this.model.logits(this.state, ws.raw)
@@ -653,7 +702,7 @@ class ChoiceRun<S extends DecodeState> {
       const before = this.text.length
       this.appendText(id)
       if (plan.stopStrings.length > 0 && this.output.length > plan.minTokens) this.findStop(before)
-      if (!this.finished && this.output.length >= plan.maxTokens) this.finish("length", null, this.text.length)
+      if (!this.finished && this.output.length >= plan.maxTokens) this.finish(this.endReason(), null, this.text.length)
     }
     if (!this.finished) this.model.advance(this.state, id)
     return { id, logprob: entry }

@@ -391,11 +391,17 @@ export class ByteAutomaton {
   }
 }
 
+/** The costs of a matcher that left the automaton: no byte leads anywhere. */
+const NO_WAY: Float64Array = new Float64Array(256).fill(Number.POSITIVE_INFINITY)
+
 /**
  * Runs a `ByteAutomaton` over the bytes of one output. `costs()` gives, per byte, the fewest bytes (this one
- * included) to an accepted output after choosing it; `canEnd()` whether the output may end now.
+ * included) to an accepted output after choosing it; `canEnd()` whether the output may end now. A byte of
+ * infinite cost leaves the automaton for good: from then on every cost is infinite and the output may not
+ * end (the sampler never advances by one; this keeps a mistake from reading outside the automaton).
  */
 export class Matcher {
+  /** The DFA state, -1 once the output left the automaton. */
   private state: number
   /** Continuation bytes still expected in the current character. */
   private pending = 0
@@ -412,11 +418,19 @@ export class Matcher {
 
   /** Whether the output may end here (an accepted output, at a character boundary). */
   canEnd(): boolean {
-    return this.pending === 0 && this.automaton.isAccepting(this.state)
+    return this.state >= 0 && this.pending === 0 && this.automaton.isAccepting(this.state)
+  }
+
+  /** Whether some byte can follow on the way to an accepted output. */
+  canContinue(): boolean {
+    const c = this.costs()
+    for (let b = 0; b < 256; b++) if (c[b]! < Number.POSITIVE_INFINITY) return true
+    return false
   }
 
   /** The fewest further bytes to an accepted output. */
   remaining(): number {
+    if (this.state < 0) return Number.POSITIVE_INFINITY
     if (this.pending === 0) return this.automaton.distance(this.state)
     let best = Number.POSITIVE_INFINITY
     const c = this.costs()
@@ -426,6 +440,7 @@ export class Matcher {
 
   /** The cost of each byte (shared buffer: read it before the next call). */
   costs(): Float64Array {
+    if (this.state < 0) return NO_WAY
     if (this.pending === 0) return this.automaton.costs(this.state)
     const out = this.scratch.fill(Number.POSITIVE_INFINITY)
     const n = this.length
@@ -447,15 +462,25 @@ export class Matcher {
 
   /** Consume a byte (one that `costs()` gave a finite cost). */
   advance(b: number): void {
+    if (this.state < 0) return
     if (this.pending === 0) {
       const n = leadLength(b)
       if (n === 1) {
         this.state = this.automaton.step(this.state, b)
         return
       }
+      if (n === 0) {
+        this.state = -1
+        return
+      }
       this.length = n
       this.pending = n - 1
       this.value = b & (n === 2 ? 0x1f : n === 3 ? 0x0f : 0x07)
+      return
+    }
+    if ((b & 0xc0) !== 0x80) {
+      this.state = -1
+      this.pending = 0
       return
     }
     this.value = (this.value << 6) | (b & 0x3f)

@@ -67,8 +67,19 @@ const sourcesOf = (request: ChatCompletionRequest): Array<Source> => {
   return sources
 }
 
-/** The compiled constraint of a request, or null when its output is free. Throws `EngineError`. */
-export const constraintOf = (request: ChatCompletionRequest): ByteAutomaton | null => {
+/** A request's compiled constraint and the request field it came from. */
+export interface RequestConstraint {
+  /** The compiled constraint. */
+  readonly automaton: ByteAutomaton
+  /** The request field that set it (`response_format`, `structured_outputs.regex`, ...), for messages. */
+  readonly param: string
+}
+
+/**
+ * The compiled constraint of a request and the field that set it, or null when its output is free. Throws
+ * `EngineError`.
+ */
+export const compileConstraint = (request: ChatCompletionRequest): RequestConstraint | null => {
   const sources = sourcesOf(request)
   if (sources.length === 0) return null
   if (sources.length > 1) {
@@ -95,8 +106,12 @@ export const constraintOf = (request: ChatCompletionRequest): ByteAutomaton | nu
   if (automaton.minLength === Number.POSITIVE_INFINITY) {
     throw badRequest(source.param, `${source.param}: no output can satisfy the constraint`)
   }
-  return automaton
+  return { automaton, param: source.param }
 }
+
+/** The compiled constraint of a request, or null when its output is free. Throws `EngineError`. */
+export const constraintOf = (request: ChatCompletionRequest): ByteAutomaton | null =>
+  compileConstraint(request)?.automaton ?? null
 
 /** A constraint of a fixed set of strings (the same as `structured_outputs.choice`). */
 export const choiceConstraint = (choices: ReadonlyArray<string>): ByteAutomaton =>

@@ -12,6 +12,9 @@
  * `format`, `minimum`, `oneOf`, …) is a `SchemaError` naming it: it is refused rather than ignored.
  *
  * "Any JSON value" is bounded in depth (`ANY_DEPTH` levels of nesting) so that it stays a regular language.
+ * Numbers are bounded in digits (`MAX_INTEGER_DIGITS`, `MAX_FRACTION_DIGITS`, `MAX_EXPONENT_DIGITS`), as the
+ * JSON grammars of other engines are, so that every number written parses to a finite value and every
+ * integer to a safe integer.
  *
  * @since 0.1.0
  */
@@ -78,19 +81,29 @@ const STRING_CHAR: Node = alt(
 
 const QUOTE = literal('"')
 const DIGIT = set([0x30, 0x39])
+
+/**
+ * The most digits of an integer (or of a number's integer part): 15, so that every integer written is a
+ * safe integer (below 2^53) and reads back exactly.
+ */
+export const MAX_INTEGER_DIGITS = 15
+/** The most digits of a number's fraction. */
+export const MAX_FRACTION_DIGITS = 16
+/**
+ * The most digits of a number's exponent: 2, so that every number written is finite (below
+ * 10^15 × 10^99, far below `Number.MAX_VALUE`); unbounded, `7e5085` would read back as `Infinity`.
+ */
+export const MAX_EXPONENT_DIGITS = 2
+
 const INTEGER: Node = seq(
   optional(literal("-")),
-  alt(literal("0"), seq(set([0x31, 0x39]), repeat(DIGIT, 0, Number.POSITIVE_INFINITY)))
+  alt(literal("0"), seq(set([0x31, 0x39]), repeat(DIGIT, 0, MAX_INTEGER_DIGITS - 1)))
 )
 const NUMBER: Node = seq(
   INTEGER,
-  optional(seq(literal("."), repeat(DIGIT, 1, Number.POSITIVE_INFINITY))),
+  optional(seq(literal("."), repeat(DIGIT, 1, MAX_FRACTION_DIGITS))),
   optional(
-    seq(
-      set([0x45, 0x45, 0x65, 0x65]),
-      optional(set([0x2b, 0x2b, 0x2d, 0x2d])),
-      repeat(DIGIT, 1, Number.POSITIVE_INFINITY)
-    )
+    seq(set([0x45, 0x45, 0x65, 0x65]), optional(set([0x2b, 0x2b, 0x2d, 0x2d])), repeat(DIGIT, 1, MAX_EXPONENT_DIGITS))
   )
 )
 const BOOLEAN: Node = alt(literal("true"), literal("false"))
