@@ -835,7 +835,8 @@ class Job<S extends DecodeState> {
       index: run.index,
       // `refusal` is always there, as the hosted engine sends it (generated client schemas require the key).
       message: { role: plan.role, content, refusal: null },
-      logprobs: plan.logprobs ? { content: run.logprobs } : null,
+      // `refusal: null` beside `content`, as OpenAI sends it (generated client schemas require the key).
+      logprobs: plan.logprobs ? { content: run.logprobs, refusal: null } : null,
       finish_reason: run.finishReason,
       stop_reason: run.stopReason
     }
@@ -911,7 +912,9 @@ class Job<S extends DecodeState> {
         const choice: { -readonly [K in keyof ChunkChoice]: ChunkChoice[K] } = {
           index: run.index,
           delta: { content },
-          logprobs: plan.logprobs ? { content: sampled?.logprob != null ? [sampled.logprob] : [] } : null,
+          logprobs: plan.logprobs
+            ? { content: sampled?.logprob != null ? [sampled.logprob] : [], refusal: null }
+            : null,
           finish_reason: run.finished ? run.finishReason : null
         }
         if (run.finished) choice.stop_reason = run.stopReason
