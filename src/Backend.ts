@@ -47,7 +47,10 @@ export interface LocalOptions extends LocalBackend.Options {
  */
 export const local = (
   options: LocalOptions = {}
-): Layer.Layer<Clients | LocalBackend.LocalBackend, PlatformError | ServeError | ConfigError> => {
+): Layer.Layer<
+  Clients | LocalBackend.LocalBackend,
+  PlatformError | ServeError | ConfigError | LocalBackend.DataDirError
+> => {
   const clients = Layer.unwrapEffect(
     Effect.map(LocalBackend.LocalBackend, ({ apiKey, url }) => {
       const common = { ...options.client, apiKey, baseUrl: url }
@@ -76,9 +79,13 @@ export const hosted = (options: HostedOptions = {}): Layer.Layer<Clients, Config
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 /** `hosted()` when `WANDB_API_KEY` is set in the environment, else `local(options)`. */
-export const fromEnv = (options: LocalOptions = {}): Layer.Layer<Clients, PlatformError | ServeError | ConfigError> =>
+export const fromEnv = (
+  options: LocalOptions = {}
+): Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
   Layer.unwrapEffect(
     Effect.map(Config.option(Config.redacted("WANDB_API_KEY")), (key) =>
-      Option.isSome(key) ? hosted() : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError>)
+      Option.isSome(key)
+        ? hosted()
+        : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError>)
     )
   )

@@ -4,6 +4,10 @@
  * provides its base URL and API key, for pointing the client layers at it in tests, examples and
  * `npm start`. The server stops, draining its requests, when the layer's scope closes.
  *
+ * One backend per data directory: building the layer on a directory another backend (in this process or
+ * another, e.g. `effect-rl serve`) holds fails with `DataDirError` `InUse`, naming it. The directory is made
+ * mode 0700 and its files 0600.
+ *
  * Importing this module is cheap: the server, the store (SQLite) and the engine load when the layer is built,
  * so a program that only talks to the hosted service never loads them.
  *
@@ -16,6 +20,15 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
+import type { DataDirError } from "./local/store/DataDirError.js"
+
+/**
+ * The data directory could not be used (tag `DataDirError`): `InUse` when another server (another
+ * `effect-rl serve`, or a backend in another program) holds it, its message naming that server's pid and URL;
+ * `Inaccessible` when it cannot be created, locked or made private. A type only: importing this module loads
+ * nothing of the backend; catch it with `Effect.catchTag("DataDirError", ...)`.
+ */
+export type { DataDirError, DataDirErrorReason } from "./local/store/DataDirError.js"
 
 /** The running backend: where it listens and the key it expects. */
 export interface Service {
@@ -44,7 +57,9 @@ export interface Options {
  * The embedded backend, started in-process on `127.0.0.1` and a free port. Each backend is its own: two
  * built side by side (even with one memo map) share nothing.
  */
-export const layer = (options: Options = {}): Layer.Layer<LocalBackend, PlatformError | ServeError | ConfigError> =>
+export const layer = (
+  options: Options = {}
+): Layer.Layer<LocalBackend, PlatformError | ServeError | ConfigError | DataDirError> =>
   Layer.scoped(
     LocalBackend,
     Effect.flatMap(

@@ -374,9 +374,9 @@ describe("effect-rl serve after kill -9", () => {
       ["train", 0, logTrain.json.metrics],
       ["val", 1, logVal.json.metrics]
     ])
-    // Checkpoints live in the database: the data directory holds nothing but its files.
+    // Checkpoints live in the database: the data directory holds nothing but its files and its lock file.
     const files = readdirSync(dataDir)
     expect(files).toContain(Database.FILE_NAME)
-    for (const file of files) expect(file).toMatch(/^effect-rl\.sqlite(-wal|-shm)?$/)
+    for (const file of files) expect(file).toMatch(/^effect-rl\.(sqlite(-wal|-shm)?|lock)$/)
   }, 60_000)
 })
