@@ -6,7 +6,8 @@
  *
  * One backend per data directory: building the layer on a directory another backend (in this process or
  * another, e.g. `effect-rl serve`) holds fails with `DataDirError` `InUse`, naming it. The directory is made
- * mode 0700 and its files 0600.
+ * mode 0700 and its files 0600. An SFT job's `training_data_url` is read from the backend's own uploads, and
+ * from `file://` or other http(s) URLs only as {@link Options} allow (by default neither).
  *
  * Importing this module is cheap: the server, the store (SQLite) and the engine load when the layer is built,
  * so a program that only talks to the hosted service never loads them.
@@ -51,6 +52,17 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** The largest request body accepted, in bytes (default 64 MiB). */
   readonly maxBodySize?: number | undefined
+  /**
+   * Directories whose files an SFT job's `training_data_url` may name as `file://` URLs (symlinks and `..`
+   * resolved first, so nothing outside them is read). Default: none, so `file://` URLs fail the job; upload
+   * the data to the backend's `/v1/local/files` instead, or list its directory here.
+   */
+  readonly allowDirs?: ReadonlyArray<string> | undefined
+  /**
+   * Whether an SFT job's `training_data_url` may be any http(s) URL, fetched by the backend (default false).
+   * The backend's own file URLs (`/v1/local/files/{id}/content`) are read from its store either way.
+   */
+  readonly allowHttp?: boolean | undefined
 }
 
 /**

@@ -8,9 +8,12 @@
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
  *   [--trace <entity/project>]`: trains one of the package's examples (without a name, lists them) on the
  *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process
- * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]`:
- *   the embedded local backend; the key also comes from `EFFECT_RL_API_KEY`, and with neither a key is
- *   generated, printed once and stored in the data directory for the next start
+ * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]
+ *   [--allow-dir <dir>]... [--allow-http]`: the embedded local backend; the key also comes from
+ *   `EFFECT_RL_API_KEY`, and with neither a key is generated, printed once and stored in the data directory
+ *   for the next start. One server per data directory (a second one fails naming the first); the directory
+ *   is 0700 and its files 0600. SFT training data is read from the backend's own uploads, from `file://`
+ *   URLs only under an `--allow-dir`, and from other http(s) URLs only with `--allow-http`
  *
  * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
  * `--verbose`); exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
@@ -193,6 +196,15 @@ const serve = Command.make(
     maxBodySize: integer("max-body-size", "a positive number of bytes", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
       Options.withDescription("the largest request body accepted, in bytes (default 64 MiB)"),
       Options.optional
+    ),
+    allowDirs: Options.directory("allow-dir", { exists: "yes" }).pipe(
+      Options.repeated,
+      Options.withDescription(
+        "a directory whose files SFT jobs may name as file:// training_data_url (repeatable; default: none)"
+      )
+    ),
+    allowHttp: Options.boolean("allow-http").pipe(
+      Options.withDescription("fetch SFT training_data_url http(s) URLs, wherever they point (default: refused)")
     )
   },
   (flags) =>
@@ -204,7 +216,9 @@ const serve = Command.make(
           port: flags.port,
           dataDir: resolve(flags.dataDir),
           apiKey: Option.getOrUndefined(flags.apiKey),
-          maxBodySize: Option.getOrUndefined(flags.maxBodySize)
+          maxBodySize: Option.getOrUndefined(flags.maxBodySize),
+          allowDirs: flags.allowDirs.map((dir) => resolve(dir)),
+          allowHttp: flags.allowHttp
         })
     )
 ).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
@@ -228,7 +242,8 @@ const VALUED = new Set([
   "--host",
   "--port",
   "--api-key",
-  "--max-body-size"
+  "--max-body-size",
+  "--allow-dir"
 ])
 
 const missingValue = (args: ReadonlyArray<string>): string | undefined =>

@@ -22,6 +22,10 @@ export interface ServeOptions {
   readonly dataDir: string
   readonly apiKey: string | undefined
   readonly maxBodySize: number | undefined
+  /** Directories `file://` training data may be read from (resolved, existing). */
+  readonly allowDirs: ReadonlyArray<string>
+  /** Whether http(s) training data URLs are fetched. */
+  readonly allowHttp: boolean
 }
 
 /**
@@ -59,7 +63,9 @@ export const serve = (options: ServeOptions) =>
             apiKey,
             host: options.host,
             port: options.port,
-            maxBodySize: options.maxBodySize
+            maxBodySize: options.maxBodySize,
+            allowDirs: options.allowDirs,
+            allowHttp: options.allowHttp
           })
         ),
         Layer.provide(Layer.succeedContext(store))

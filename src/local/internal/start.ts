@@ -37,9 +37,13 @@ export const start = (
     const store = yield* Layer.build(Store.layer({ dataDir }))
     const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
     const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
-    const server = Server.layer({ apiKey, port: 0, maxBodySize: options.maxBodySize }).pipe(
-      Layer.provide(Layer.succeedContext(store))
-    )
+    const server = Server.layer({
+      apiKey,
+      port: 0,
+      maxBodySize: options.maxBodySize,
+      allowDirs: options.allowDirs,
+      allowHttp: options.allowHttp
+    }).pipe(Layer.provide(Layer.succeedContext(store)))
     const context = yield* Layer.build(server)
     const url = yield* Effect.provide(Server.url, context)
     yield* DataDir.announce(dataDir, url)
