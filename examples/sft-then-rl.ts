@@ -5,8 +5,9 @@
  * on from the checkpoint the SFT job made, with RL on the same task.
  *
  * What it shows: `Trainer.trainSft` on conversations built in code (the 25 problems, 12 epochs: 300 lines,
- * 60 gradient steps of 5), their JSONL stored through `SftData.directory` (a temporary directory removed
- * afterwards: the embedded backend reads `file://` URLs of the machine it runs on), and an RL loop resuming
+ * 60 gradient steps of 5), their JSONL stored through the `SftData` the backend layer provides (on the
+ * embedded backend, `Backend.local` uploads it to the backend's own files; with no `SftData` provided, a
+ * temporary directory through `SftData.directory`, removed afterwards), and an RL loop resuming
  * from the SFT checkpoint at a lower learning rate (1e-3), so it refines the warm start. The base policy's
  * reward is measured first (`Gather.groups` + `Metrics.compute`) and logged, to compare with.
  *
@@ -18,14 +19,14 @@
  * learns each turn's end-of-turn token), so a one-digit answer is as easy to write as a two-digit one.
  *
  * On the hosted service the SFT data must be an artifact (`wandb-artifact:///...`), not a `file://` URL:
- * provide `SftData.fromFunction` with your upload instead of `SftData.directory`.
+ * provide `SftData.fromFunction` with your upload.
  *
  * Run: `effect-rl train sft-then-rl [--steps n]`, or `npx tsx examples/sft-then-rl.ts [--steps n]`.
  */
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Example, Gather, Metrics, Policy, SftData, Trainer, TrainingLoop } from "effect-rl"
 import { type Problem, problems, question, reward, solve } from "./arithmetic.js"
 
@@ -71,13 +72,11 @@ export const example: Example.Example = {
       )
 
       const data = sftData(12)
-      const sft = yield* Effect.scoped(
-        Effect.flatMap(temporaryDirectory, (dir) =>
-          Trainer.trainSft(policy, data, { config: { batch_size: 5, learning_rate: 3e-3 } }).pipe(
-            Effect.provide(SftData.directory(dir))
-          )
-        )
-      )
+      const train = Trainer.trainSft(policy, data, { config: { batch_size: 5, learning_rate: 3e-3 } })
+      const provided = yield* Effect.serviceOption(SftData.SftData)
+      const sft = yield* Option.isSome(provided)
+        ? Effect.provideService(train, SftData.SftData, provided.value)
+        : Effect.scoped(Effect.flatMap(temporaryDirectory, (dir) => train.pipe(Effect.provide(SftData.directory(dir)))))
       yield* Effect.logInfo(
         `SFT: ${data.length} conversations, ${sft.gradientSteps} gradient steps, checkpoint step ${sft.step}`
       )

@@ -5,7 +5,7 @@
  *
  * - {@link local}: starts the embedded backend in-process (SQLite under a data directory, the small CPU
  *   policy) on a free loopback port and points the clients at it (the trace surface is on the same origin,
- *   with the same key). No account, GPU or network needed.
+ *   with the same key), with `SftData` uploading SFT data to it. No account, GPU or network needed.
  * - {@link hosted}: the hosted services, configured from the environment (`WANDB_API_KEY`,
  *   `EFFECT_RL_TRAINING_URL`, `EFFECT_RL_INFERENCE_URL`, `EFFECT_RL_TRACE_URL`), options winning over it.
  * - {@link fromEnv}: `hosted` when `WANDB_API_KEY` is set, else `local`.
@@ -31,6 +31,7 @@ import * as InferenceClient from "./client/InferenceClient.js"
 import * as TraceClient from "./client/TraceClient.js"
 import * as TrainingClient from "./client/TrainingClient.js"
 import * as LocalBackend from "./LocalBackend.js"
+import * as SftData from "./workflow/SftData.js"
 
 /** What a backend layer provides: the three clients. */
 export type Clients = TrainingClient.TrainingClient | InferenceClient.InferenceClient | TraceClient.TraceClient
@@ -43,15 +44,24 @@ export interface LocalOptions extends LocalBackend.Options {
 
 /**
  * The embedded backend started in-process, with the clients pointed at it; the backend itself
- * ({@link LocalBackend.LocalBackend}: its URL, key and data directory) is provided too.
+ * ({@link LocalBackend.LocalBackend}: its URL, key and data directory) is provided too, and `SftData`
+ * uploading to it (`SftData.localFiles`).
  */
 export const local = (
   options: LocalOptions = {}
-): Layer.Layer<Clients | LocalBackend.LocalBackend, PlatformError | ServeError | ConfigError> => {
+): Layer.Layer<
+  Clients | LocalBackend.LocalBackend | SftData.SftData,
+  PlatformError | ServeError | ConfigError | LocalBackend.DataDirError
+> => {
   const clients = Layer.unwrapEffect(
     Effect.map(LocalBackend.LocalBackend, ({ apiKey, url }) => {
       const common = { ...options.client, apiKey, baseUrl: url }
-      return Layer.mergeAll(TrainingClient.layer(common), InferenceClient.layer(common), TraceClient.layer(common))
+      return Layer.mergeAll(
+        TrainingClient.layer(common),
+        InferenceClient.layer(common),
+        TraceClient.layer(common),
+        SftData.localFiles({ baseUrl: url, apiKey })
+      )
     })
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))
   return Layer.provideMerge(clients, LocalBackend.layer(options))
@@ -76,9 +86,13 @@ export const hosted = (options: HostedOptions = {}): Layer.Layer<Clients, Config
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
 /** `hosted()` when `WANDB_API_KEY` is set in the environment, else `local(options)`. */
-export const fromEnv = (options: LocalOptions = {}): Layer.Layer<Clients, PlatformError | ServeError | ConfigError> =>
+export const fromEnv = (
+  options: LocalOptions = {}
+): Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
   Layer.unwrapEffect(
     Effect.map(Config.option(Config.redacted("WANDB_API_KEY")), (key) =>
-      Option.isSome(key) ? hosted() : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError>)
+      Option.isSome(key)
+        ? hosted()
+        : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError>)
     )
   )

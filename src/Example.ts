@@ -22,6 +22,7 @@ import type { ConfigError } from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Backend from "./Backend.js"
+import type * as LocalBackend from "./LocalBackend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
 import * as Tracing from "./workflow/Tracing.js"
 import type { Summary } from "./workflow/TrainingLoop.js"
@@ -139,7 +140,7 @@ export interface RunOptions extends TrainOptions {
 export const run = <E>(
   example: Example<E>,
   options: RunOptions = {}
-): Effect.Effect<Outcome, E | PlatformError | ServeError | ConfigError> =>
+): Effect.Effect<Outcome, E | PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)

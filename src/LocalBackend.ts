@@ -4,6 +4,11 @@
  * provides its base URL and API key, for pointing the client layers at it in tests, examples and
  * `npm start`. The server stops, draining its requests, when the layer's scope closes.
  *
+ * One backend per data directory: building the layer on a directory another backend (in this process or
+ * another, e.g. `effect-rl serve`) holds fails with `DataDirError` `InUse`, naming it. The directory is made
+ * mode 0700 and its files 0600. An SFT job's `training_data_url` is read from the backend's own uploads, and
+ * from `file://` or other http(s) URLs only as {@link Options} allow (by default neither).
+ *
  * Importing this module is cheap: the server, the store (SQLite) and the engine load when the layer is built,
  * so a program that only talks to the hosted service never loads them.
  *
@@ -17,6 +22,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type { Options as ServerOptions } from "./local/server/Server.js"
+import type { DataDirError } from "./local/store/DataDirError.js"
+
+/**
+ * The data directory could not be used (tag `DataDirError`): `InUse` when another server (another
+ * `effect-rl serve`, or a backend in another program) holds it, its message naming that server's pid and URL;
+ * `Inaccessible` when it cannot be created, locked or made private. A type only: importing this module loads
+ * nothing of the backend; catch it with `Effect.catchTag("DataDirError", ...)`.
+ */
+export type { DataDirError, DataDirErrorReason } from "./local/store/DataDirError.js"
 
 /** The running backend: where it listens and the key it expects. */
 export interface Service {
@@ -44,13 +58,26 @@ export interface Options
   readonly dataDir?: string | undefined
   /** The key (default: the one stored in the data directory, else a generated one stored there). */
   readonly apiKey?: Redacted.Redacted<string> | undefined
+  /**
+   * Directories whose files an SFT job's `training_data_url` may name as `file://` URLs (symlinks and `..`
+   * resolved first, so nothing outside them is read). Default: none, so `file://` URLs fail the job; upload
+   * the data to the backend's `/v1/local/files` instead, or list its directory here.
+   */
+  readonly allowDirs?: ReadonlyArray<string> | undefined
+  /**
+   * Whether an SFT job's `training_data_url` may be any http(s) URL, fetched by the backend (default false).
+   * The backend's own file URLs (`/v1/local/files/{id}/content`) are read from its store either way.
+   */
+  readonly allowHttp?: boolean | undefined
 }
 
 /**
  * The embedded backend, started in-process on `127.0.0.1` and a free port. Each backend is its own: two
  * built side by side (even with one memo map) share nothing.
  */
-export const layer = (options: Options = {}): Layer.Layer<LocalBackend, PlatformError | ServeError | ConfigError> =>
+export const layer = (
+  options: Options = {}
+): Layer.Layer<LocalBackend, PlatformError | ServeError | ConfigError | DataDirError> =>
   Layer.scoped(
     LocalBackend,
     Effect.flatMap(

@@ -8,9 +8,12 @@
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
  *   [--trace <entity/project>]`: trains one of the package's examples (without a name, lists them) on the
  *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process
- * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]`:
- *   the embedded local backend; the key also comes from `EFFECT_RL_API_KEY`, and with neither a key is
- *   generated, printed once and stored in the data directory for the next start
+ * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]
+ *   [--allow-dir <dir>]... [--allow-http]`: the embedded local backend; the key also comes from
+ *   `EFFECT_RL_API_KEY`, and with neither a key is generated, printed once and stored in the data directory
+ *   for the next start. One server per data directory (a second one fails naming the first); the directory
+ *   is 0700 and its files 0600. SFT training data is read from the backend's own uploads, from `file://`
+ *   URLs only under an `--allow-dir`, and from other http(s) URLs only with `--allow-http`
  *
  * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
  * `--verbose`); exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
@@ -211,7 +214,16 @@ const serve = Command.make(
       "the most tokens all admitted completions may still sample; beyond, a 429 (default 262144)"
     ),
     requestTimeout: positive("request-timeout", "seconds a request may take to arrive whole; then a 408 (default 60)"),
-    idleTimeout: positive("idle-timeout", "seconds an idle keep-alive connection stays open (default 5)")
+    idleTimeout: positive("idle-timeout", "seconds an idle keep-alive connection stays open (default 5)"),
+    allowDirs: Options.directory("allow-dir", { exists: "yes" }).pipe(
+      Options.repeated,
+      Options.withDescription(
+        "a directory whose files SFT jobs may name as file:// training_data_url (repeatable; default: none)"
+      )
+    ),
+    allowHttp: Options.boolean("allow-http").pipe(
+      Options.withDescription("fetch SFT training_data_url http(s) URLs, wherever they point (default: refused)")
+    )
   },
   (flags) =>
     Effect.flatMap(
@@ -227,7 +239,9 @@ const serve = Command.make(
           maxRequestTokens: Option.getOrUndefined(flags.maxRequestTokens),
           maxQueuedTokens: Option.getOrUndefined(flags.maxQueuedTokens),
           requestTimeoutMs: Option.getOrUndefined(Option.map(flags.requestTimeout, (seconds) => seconds * 1000)),
-          idleTimeoutMs: Option.getOrUndefined(Option.map(flags.idleTimeout, (seconds) => seconds * 1000))
+          idleTimeoutMs: Option.getOrUndefined(Option.map(flags.idleTimeout, (seconds) => seconds * 1000)),
+          allowDirs: flags.allowDirs.map((dir) => resolve(dir)),
+          allowHttp: flags.allowHttp
         })
     )
 ).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
@@ -256,7 +270,8 @@ const VALUED = new Set([
   "--max-request-tokens",
   "--max-queued-tokens",
   "--request-timeout",
-  "--idle-timeout"
+  "--idle-timeout",
+  "--allow-dir"
 ])
 
 const missingValue = (args: ReadonlyArray<string>): string | undefined =>

@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as ApiKey from "../local/server/ApiKey.js"
 import * as Server from "../local/server/Server.js"
+import * as DataDir from "../local/store/DataDir.js"
 import * as Store from "../local/store/Store.js"
 import { failed } from "./failure.js"
 
@@ -26,11 +27,22 @@ export interface ServeOptions {
   readonly maxQueuedTokens: number | undefined
   readonly requestTimeoutMs: number | undefined
   readonly idleTimeoutMs: number | undefined
+  /** Directories `file://` training data may be read from (resolved, existing). */
+  readonly allowDirs: ReadonlyArray<string>
+  /** Whether http(s) training data URLs are fetched. */
+  readonly allowHttp: boolean
 }
 
-/** Runs the embedded backend over `dataDir` until interrupted. */
+/**
+ * Runs the embedded backend over `dataDir` until interrupted. The data directory's lock comes first (the
+ * store's layer takes it): a second `serve` on a directory in use fails naming the first, having written
+ * nothing, not even a key.
+ */
 export const serve = (options: ServeOptions) =>
   Effect.gen(function* () {
+    const store = yield* Layer.build(Store.layer({ dataDir: options.dataDir })).pipe(
+      Effect.mapError((error) => failed(error.message))
+    )
     const { apiKey, source } = yield* ApiKey.resolve({
       flag: options.apiKey,
       env: process.env.EFFECT_RL_API_KEY,
@@ -42,12 +54,15 @@ export const serve = (options: ServeOptions) =>
     } else if (source === "file") {
       yield* Console.log(`Using the API key stored in ${keyFile}`)
     }
-    const ready = Layer.effectDiscard(Effect.flatMap(Server.url, (url) => Console.log(`effect-rl serving on ${url}`)))
+    const ready = Layer.effectDiscard(
+      Effect.gen(function* () {
+        const url = yield* Server.url
+        yield* DataDir.announce(options.dataDir, url).pipe(Effect.mapError((error) => failed(error.message)))
+        yield* Console.log(`effect-rl serving on ${url}`)
+      })
+    )
     return yield* Layer.launch(
-      ready.pipe(
-        Layer.provide(Server.layer({ ...options, apiKey })),
-        Layer.provide(Store.layer({ dataDir: options.dataDir }))
-      )
+      ready.pipe(Layer.provide(Server.layer({ ...options, apiKey })), Layer.provide(Layer.succeedContext(store)))
     ).pipe(
       Effect.catchTag("ServeError", (error) =>
         Effect.fail(
@@ -57,4 +72,4 @@ export const serve = (options: ServeOptions) =>
         )
       )
     )
-  }).pipe(Effect.provide(NodeContext.layer))
+  }).pipe(Effect.scoped, Effect.provide(NodeContext.layer))

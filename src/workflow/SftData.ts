@@ -3,16 +3,20 @@
  * line) from `training_data_url`, so before the {@link Trainer} submits a job the JSONL must be put where the
  * backend can read it. {@link SftData} is that step, as a service:
  *
+ * - {@link localFiles}: uploads the JSONL to the embedded backend's `/v1/local/files` and answers the URL it
+ *   gives. Right for the embedded backend, which reads its own uploads from its store; `Backend.local`
+ *   provides it.
  * - {@link directory}: writes the JSONL into a directory on this machine (atomically: a temporary file, then
- *   a rename) and answers its `file://` URL. Right for the embedded backend, which reads `file://` URLs from
- *   the machine it runs on (the same process, with `LocalBackend.layer`).
+ *   a rename) and answers its `file://` URL. The embedded backend reads it only when started with that
+ *   directory allowed (`effect-rl serve --allow-dir <dir>`, `LocalBackend`'s `allowDirs`).
  * - {@link fromFunction}: any upload of your own (an object store, an artifact). The **hosted** service reads
  *   SFT data from an artifact URI (`wandb-artifact:///entity/project/name:v0`), which this package does not
  *   create: upload the JSONL as an artifact with your tools and answer its URI, or, when the data is already
  *   there, skip this service and call `Trainer.trainSftUrl` with the URI.
  *
- * File names are the SHA-256 of the content, so the same conversations always get the same URL, which keeps
- * the job's default idempotency key the same when a submission is repeated.
+ * With {@link directory}, file names are the SHA-256 of the content, so the same conversations always get the
+ * same URL, which keeps the job's default idempotency key the same when a submission is repeated (an upload
+ * with {@link localFiles} gets a new URL each time).
  *
  * @since 0.1.0
  */
@@ -20,10 +24,14 @@ import { createHash, randomUUID } from "node:crypto"
 import { mkdir, rename, rm, writeFile } from "node:fs/promises"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { Message, Tool } from "../api/ChatMessage.js"
 
@@ -109,3 +117,45 @@ export const directory = (dir: string): Layer.Layer<SftData> =>
 /** SFT data stored by a function of your own (an upload to an object store or an artifact) answering the URL. */
 export const fromFunction = (upload: (jsonl: string) => Effect.Effect<string, SftDataError>): Layer.Layer<SftData> =>
   Layer.succeed(SftData, { upload })
+
+/** Options of {@link localFiles}. */
+export interface LocalFilesOptions {
+  /** The embedded backend's base URL (`LocalBackend`'s `url`). */
+  readonly baseUrl: string
+  /** Its API key. */
+  readonly apiKey: Redacted.Redacted<string>
+}
+
+/** The answer of `POST /v1/local/files`. */
+const Uploaded = Schema.Struct({ id: Schema.String, url: Schema.String, bytes: Schema.Number })
+
+/**
+ * SFT data uploaded to the embedded backend (`POST /v1/local/files`, the backend's extension of the API),
+ * answering the URL it gives, which the backend reads from its store by the file's id (see the module).
+ */
+export const localFiles = (options: LocalFilesOptions): Layer.Layer<SftData, never, HttpClient.HttpClient> =>
+  Layer.effect(
+    SftData,
+    Effect.map(HttpClient.HttpClient, (http) => {
+      const client = http.pipe(HttpClient.filterStatusOk)
+      const upload = (jsonl: string) =>
+        HttpClientRequest.post(`${options.baseUrl.replace(/\/+$/, "")}/v1/local/files`).pipe(
+          HttpClientRequest.bearerToken(options.apiKey),
+          HttpClientRequest.bodyText(jsonl, "application/jsonl"),
+          client.execute,
+          Effect.flatMap(HttpClientResponse.schemaBodyJson(Uploaded)),
+          Effect.scoped,
+          Effect.map((uploaded) => uploaded.url),
+          Effect.mapError(
+            (cause) =>
+              new SftDataError({
+                reason: "Upload",
+                description: `could not upload to ${options.baseUrl}/v1/local/files: ${cause.message}`,
+                cause
+              })
+          ),
+          Effect.withSpan("SftData.localFiles.upload", { attributes: { bytes: jsonl.length } })
+        )
+      return { upload }
+    })
+  )

@@ -4,10 +4,10 @@
  * error mapping (401, 404, 409, 422, 400, and requests refused before sending) on the server's own replies.
  *
  * The backend is built once for the block, without the test services: the server's long polls and the job
- * worker run on the real clock, as they do for a user.
+ * worker run on the real clock, as they do for a user. It may read `file://` data under the tests' allowed
+ * directory and fetch http(s) data (a test serves a job's data itself), neither of which it does by default.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import * as HttpClient from "@effect/platform/HttpClient"
@@ -24,7 +24,7 @@ import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
 import type * as TrainingClient from "../../src/client/TrainingClient.js"
-import { Backend } from "../server/support.js"
+import { backendWith, dataFilesDir } from "../server/support.js"
 import {
   BASE,
   eventsToEnd,
@@ -78,7 +78,7 @@ const sftLine = (word: string) => ({
 const steps = (items: Chunk.Chunk<{ readonly step: number }>) => Chunk.toReadonlyArray(items).map((c) => c.step)
 
 describe("TrainingClient against the embedded server", () => {
-  layer(Backend, { excludeTestServices: true })("every method on the real server", (it) => {
+  layer(backendWith({ allowHttp: true }), { excludeTestServices: true })("every method on the real server", (it) => {
     it.scoped("createModel: created, return_existing gives the same model, a taken name is 409 Conflict", () =>
       Effect.gen(function* () {
         const c = yield* trainingClient()
@@ -296,7 +296,7 @@ describe("TrainingClient against the embedded server", () => {
       Effect.gen(function* () {
         const c = yield* trainingClient()
         const dir = yield* Effect.acquireRelease(
-          Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-rl-contract-"))),
+          Effect.sync(() => dataFilesDir("contract-")),
           (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true }))
         )
         const file = join(dir, "train.jsonl")

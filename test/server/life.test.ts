@@ -3,8 +3,7 @@
  * its latest checkpoint, log them, train an RL job and follow its events to the end, then sample the new
  * checkpoint; and an SFT job from a `file://` JSONL, and one whose data cannot be read.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -19,7 +18,7 @@ import type { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
 import * as LocalBackend from "../../src/LocalBackend.js"
 import { inference, training } from "../support/clients.js"
-import { Backend } from "./support.js"
+import { Backend, dataFilesDir } from "./support.js"
 
 const WORDS = ["red", "blue", "green", "gold"]
 
@@ -48,7 +47,7 @@ const eventsOf = (c: Clients, id: string) =>
     .pipe(Stream.runCollect, Effect.map(Chunk.toArray), Effect.timeout("20 seconds"))
 
 const tempDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-rl-life-"))),
+  Effect.sync(() => dataFilesDir("life-")),
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 

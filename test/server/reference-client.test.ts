@@ -8,8 +8,7 @@
  * `training_ended`, every `gradient_step` value through a strict `float()`, the step from
  * `limit=1&order=desc`, the trained checkpoint sampled on the training host.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -20,7 +19,7 @@ import * as Redacted from "effect/Redacted"
 import * as TestServices from "effect/TestServices"
 import * as LocalBackend from "../../src/LocalBackend.js"
 import { API_KEY } from "../support/clients.js"
-import { Backend, MAX_BODY, type Reply, send } from "./support.js"
+import { Backend, DATA_ROOT, dataFilesDir, MAX_BODY, type Reply, send } from "./support.js"
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "reference-client")
 
@@ -85,7 +84,7 @@ const latestStep = (modelId: string) =>
 /** Runs `f` with a temporary directory, removed after, on the live clock (the polls really wait). */
 const withTempDir = <A, E, R>(f: (dir: string) => Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(
-    Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-rl-ref-"))),
+    Effect.sync(() => dataFilesDir("ref-")),
     f,
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   ).pipe(TestServices.provideLive)
@@ -232,7 +231,7 @@ describe("gradient_step events carry finite numbers only", () => {
     lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
   })
   const Logged = Layer.provide(
-    LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxBodySize: MAX_BODY }),
+    LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxBodySize: MAX_BODY, allowDirs: [DATA_ROOT] }),
     Logger.replace(Logger.defaultLogger, logger)
   )
 

@@ -48,12 +48,25 @@ const tempDir = (prefix: string) => {
 }
 
 /** Spawns `effect-rl serve` on a data directory with the test key and waits for the line with its URL. */
-const serve = (dataDir: string) =>
+const serve = (dataDir: string, allowDir: string) =>
   new Promise<Running>((resolve, reject) => {
     const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
     const child = spawn(
       process.execPath,
-      ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", "--data-dir", dataDir, "--api-key", API_KEY],
+      [
+        "--import",
+        "tsx",
+        "src/cli/main.ts",
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        dataDir,
+        "--api-key",
+        API_KEY,
+        "--allow-dir",
+        allowDir
+      ],
       { cwd: root, env: inherited, stdio: ["ignore", "pipe", "pipe"] }
     )
     children.push(child)
@@ -236,7 +249,7 @@ describe("effect-rl serve after kill -9", () => {
     const longData = sftFile(dataFiles, "long.jsonl", 3000)
 
     // 1. State acknowledged before the crash.
-    const first = await serve(dataDir)
+    const first = await serve(dataDir, dataFiles)
     const createModel = async (name: string) => {
       const reply = await api<{ readonly id: string }>(first.url, "POST", "/v1/preview/models", {
         project: "restart",
@@ -291,7 +304,7 @@ describe("effect-rl serve after kill -9", () => {
 
     // 3. kill -9, and a restart on the same data directory.
     expect(await kill(first.child, "SIGKILL")).toEqual({ code: null, signal: "SIGKILL" })
-    const second = await serve(dataDir)
+    const second = await serve(dataDir, dataFiles)
 
     // 4. The interrupted job failed; nothing after its last event but the failure.
     const failed = await api<Job>(second.url, "GET", `/v1/preview/training-jobs/${long.json.id}`)
@@ -374,9 +387,9 @@ describe("effect-rl serve after kill -9", () => {
       ["train", 0, logTrain.json.metrics],
       ["val", 1, logVal.json.metrics]
     ])
-    // Checkpoints live in the database: the data directory holds nothing but its files.
+    // Checkpoints live in the database: the data directory holds nothing but its files and its lock file.
     const files = readdirSync(dataDir)
     expect(files).toContain(Database.FILE_NAME)
-    for (const file of files) expect(file).toMatch(/^effect-rl\.sqlite(-wal|-shm)?$/)
+    for (const file of files) expect(file).toMatch(/^effect-rl\.(sqlite(-wal|-shm)?|lock)$/)
   }, 60_000)
 })

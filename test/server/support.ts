@@ -1,7 +1,11 @@
 /**
  * The real embedded server for the server tests: started in-process on port 0 over a temporary data
- * directory, with the test key; and small `fetch` helpers.
+ * directory, with the test key and {@link DATA_ROOT} as the one directory it may read `file://` training
+ * data from; and small `fetch` helpers.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as LocalBackend from "../../src/LocalBackend.js"
@@ -10,8 +14,22 @@ import { API_KEY } from "../support/clients.js"
 /** The body size limit the tests use (1 MiB), small enough to exceed cheaply. */
 export const MAX_BODY = 1024 * 1024
 
-/** The backend under test. */
-export const Backend = LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxBodySize: MAX_BODY })
+/**
+ * The directory the test backends may read `file://` training data from (their `allowDirs`): tests that
+ * train from a file write it in a directory made under it with {@link dataFilesDir}. Removed at exit.
+ */
+export const DATA_ROOT = mkdtempSync(join(tmpdir(), "effect-rl-allowed-"))
+process.once("exit", () => rmSync(DATA_ROOT, { recursive: true, force: true }))
+
+/** A fresh directory under {@link DATA_ROOT} (so the test backend may read it), named with `prefix`. */
+export const dataFilesDir = (prefix: string): string => mkdtempSync(join(DATA_ROOT, prefix))
+
+/** A backend under test: the test key, {@link MAX_BODY}, {@link DATA_ROOT} allowed, and `options`. */
+export const backendWith = (options: LocalBackend.Options = {}) =>
+  LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxBodySize: MAX_BODY, allowDirs: [DATA_ROOT], ...options })
+
+/** The backend under test (no http(s) training data: the server's default). */
+export const Backend = backendWith()
 
 /** The authorization header of the test key. */
 export const auth = { authorization: `Bearer ${API_KEY}` }

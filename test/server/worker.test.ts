@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -18,6 +19,7 @@ import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
 import { Policy, saveCheckpoint } from "../../src/local/engine/Policy.js"
 import { complete } from "../../src/local/engine/Sampler.js"
 import * as Worker from "../../src/local/server/internal/worker.js"
+import { makeReader } from "../../src/local/server/internal/workerData.js"
 import { Checkpoints } from "../../src/local/store/Checkpoints.js"
 import { type JobEvent, JobEvents } from "../../src/local/store/JobEvents.js"
 import { INTERRUPTED_MESSAGE, Jobs } from "../../src/local/store/Jobs.js"
@@ -79,7 +81,15 @@ const eventsToEnd = (jobId: string) =>
 const types = (events: ReadonlyArray<JobEvent>) => events.map((event) => event.type)
 
 const withStore = (dataDir: string) => Effect.provide(Store.layer({ dataDir }))
-const workerLayer = Worker.layer({ pollMs: 200 })
+/**
+ * The worker reads what these tests write (files under the temporary directory, and a local HTTP server's
+ * data): its default reader reads nothing. The server's read policy is tested on the real server
+ * (`trainingData.test.ts`).
+ */
+const workerLayer = Worker.layer({
+  pollMs: 200,
+  readTrainingData: makeReader({ allowDirs: [tmpdir()], allowHttp: true })
+})
 const withWorker = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, workerLayer)
 
 const sftLines = (count: number): string =>

@@ -2,8 +2,7 @@
  * The trainer against the real embedded backend (log, RL and SFT jobs followed to the end, a flat group,
  * retention), and its event following against a scripted service for what the real backend never does.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
@@ -20,6 +19,7 @@ import * as Metrics from "../../src/workflow/Metrics.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as SftData from "../../src/workflow/SftData.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
+import { dataFilesDir } from "../server/support.js"
 import { inference, training } from "../support/clients.js"
 import * as FakeService from "../support/FakeService.js"
 import { TINY, WorkflowBackend } from "./support.js"
@@ -51,7 +51,7 @@ const sample = (policy: Policy.Policy, g: number, reward: (index: number, answer
 const spread = (index: number) => index / 3
 
 const tempDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-rl-trainer-"))),
+  Effect.sync(() => dataFilesDir("trainer-")),
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 

@@ -8,10 +8,11 @@ import type { Message } from "../../src/api/ChatMessage.js"
 import * as Backend from "../../src/Backend.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
+import { DATA_ROOT } from "../server/support.js"
 import { API_KEY } from "../support/clients.js"
 
 /** The real embedded backend and both real clients against it. */
-export const WorkflowBackend = Backend.local({ apiKey: Redacted.make(API_KEY) })
+export const WorkflowBackend = Backend.local({ apiKey: Redacted.make(API_KEY), allowDirs: [DATA_ROOT] })
 
 /** The base model the embedded backend serves. */
 export const TINY = "effect-rl/tiny"

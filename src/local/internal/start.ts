@@ -17,6 +17,8 @@ import type * as Scope from "effect/Scope"
 import type { Options, Service } from "../../LocalBackend.js"
 import * as ApiKey from "../server/ApiKey.js"
 import * as Server from "../server/Server.js"
+import * as DataDir from "../store/DataDir.js"
+import type { DataDirError } from "../store/DataDirError.js"
 import * as Store from "../store/Store.js"
 
 /**
@@ -27,15 +29,18 @@ import * as Store from "../store/Store.js"
  */
 export const start = (
   options: Options
-): Effect.Effect<Service, PlatformError | ServeError | ConfigError, Scope.Scope> =>
+): Effect.Effect<Service, PlatformError | ServeError | ConfigError | DataDirError, Scope.Scope> =>
   Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
     const dataDir = options.dataDir ?? (yield* fs.makeTempDirectoryScoped({ prefix: "effect-rl-" }))
+    // The store first: it takes the data directory's lock, so a refused start writes nothing (not even a key).
+    const store = yield* Layer.build(Store.layer({ dataDir }))
     const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
     const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
     const { dataDir: _, apiKey: __, ...bounds } = options
-    const server = Server.layer({ ...bounds, apiKey, port: 0 }).pipe(Layer.provide(Store.layer({ dataDir })))
+    const server = Server.layer({ ...bounds, apiKey, port: 0 }).pipe(Layer.provide(Layer.succeedContext(store)))
     const context = yield* Layer.build(server)
     const url = yield* Effect.provide(Server.url, context)
+    yield* DataDir.announce(dataDir, url)
     return { url, apiKey, dataDir }
   }).pipe(Effect.provide(NodeContext.layer))

@@ -27,9 +27,15 @@
  * printable ASCII characters), else a generated one; the server's logs of the request carry it too.
  *
  * Extension (not in the hosted contract): `POST /v1/local/files` stores raw JSONL training data and answers
- * its URL on this server, `GET /v1/local/files/{id}/content` serves it (see `LocalApi`). The job worker reads
- * an SFT job's `training_data_url` that is such a URL of this server straight from the store (no HTTP, no
- * key); any other http(s) URL is fetched, a `file://` URL read from disk.
+ * its URL on this server, `GET /v1/local/files/{id}/content` serves it (see `LocalApi`).
+ *
+ * An SFT job's `training_data_url` is read only as the owner allows:
+ * - a URL with the path `/v1/local/files/{id}/content`, whatever its host and port, is this backend's own
+ *   upload, read from the store by id (no HTTP, no key; the port may have changed since, with `port: 0`);
+ * - a `file://` URL only when the file is inside one of `allowDirs` (symlinks and `..` resolved first);
+ * - any other http(s) URL only with `allowHttp` (then fetched as is, wherever it points, loopback included).
+ * Anything else fails the job with a message saying so; no failure message quotes the data it could not
+ * parse (a bad line is named by its number and field).
  *
  * @since 0.1.0
  */
@@ -40,8 +46,6 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
@@ -56,7 +60,7 @@ import { edge, errors } from "./internal/middleware.js"
 import * as Sampling from "./internal/sampling.js"
 import { routes } from "./internal/validate.js"
 import * as Worker from "./internal/worker.js"
-import { readTrainingData } from "./internal/workerData.js"
+import { makeReader } from "./internal/workerData.js"
 import { LocalApi } from "./LocalApi.js"
 
 /** The default host: loopback only. */
@@ -93,6 +97,13 @@ export interface Options {
   readonly requestTimeoutMs?: number | undefined
   /** How long an idle keep-alive connection is kept open, in ms (default 5,000). */
   readonly idleTimeoutMs?: number | undefined
+  /**
+   * Directories whose files an SFT job's `training_data_url` may name as `file://` URLs (symlinks and `..`
+   * resolved first, so nothing outside them is read). Default: none.
+   */
+  readonly allowDirs?: ReadonlyArray<string> | undefined
+  /** Whether an SFT job's `training_data_url` may be any http(s) URL, fetched by the server (default false). */
+  readonly allowHttp?: boolean | undefined
 }
 
 /** The default time a request may take to arrive whole: 60 s. */
@@ -136,8 +147,6 @@ export const layer = (
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
-      // The bound address, once listening: the worker recognises this server's own file URLs by it.
-      const bound = yield* Deferred.make<HttpServer.Address>()
       const sampling = Sampling.layer({
         limits: {
           maxN: options.maxN ?? DEFAULT_LIMITS.maxN,
@@ -160,12 +169,15 @@ export const layer = (
       const node = NodeHttpServer.layer(nodeServer(options), {
         host: options.host ?? DEFAULT_HOST,
         port: options.port ?? 0
-      }).pipe(Layer.tap((context) => Deferred.succeed(bound, Context.get(context, HttpServer.HttpServer).address)))
+      })
       const worker = Layer.unwrapEffect(
         Effect.map(Files.Files, (files) =>
           Worker.layer({
             pollMs: options.workerPollMs,
-            readTrainingData: ownFilesReader(files, Deferred.await(bound), readTrainingData)
+            readTrainingData: ownFilesReader(
+              files,
+              makeReader({ allowDirs: options.allowDirs, allowHttp: options.allowHttp })
+            )
           })
         )
       )

@@ -13,13 +13,14 @@
  *
  * @since 0.1.0
  */
-import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as DataDir from "./DataDir.js"
+import type { DataDirError } from "./DataDirError.js"
 import { migrations } from "./internal/migrations.js"
 
 /** The database file's name inside the data directory. */
@@ -68,15 +69,24 @@ export const layerFile = (options: FileOptions): Layer.Layer<SqlClient.SqlClient
 
 /** Options of {@link layer}. */
 export interface Options {
-  /** The data directory; created when missing. The database is `<dataDir>/effect-rl.sqlite`. */
+  /**
+   * The data directory; created (mode 0700) when missing, else made private (see `DataDir`). The database is
+   * `<dataDir>/effect-rl.sqlite`, mode 0600.
+   */
   readonly dataDir: string
 }
 
-/** The database of a data directory, migrated: what the server runs on. */
-export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> =>
+/**
+ * The database of a data directory, migrated. It takes no lock: what the server runs on is `Store.layer`,
+ * which holds the directory's lock first; this alone is a second connection (e.g. a test reading what a
+ * running server stored).
+ */
+export const layer = (options: Options): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, DataDirError> =>
   Layer.unwrapEffect(
-    Effect.sync(() => {
-      mkdirSync(options.dataDir, { recursive: true })
+    Effect.gen(function* () {
+      yield* DataDir.prepare(options.dataDir)
+      // SQLite gives the -wal and -shm files the database file's mode: create it 0600 before SQLite opens it.
+      yield* DataDir.privateFile(filename(options.dataDir), options.dataDir)
       return layerFile({ filename: filename(options.dataDir) })
     })
   )

@@ -2,13 +2,20 @@
  * The whole store of the local backend in one layer: the database of a data directory (migrated) and every
  * repository over it. Building it fails the jobs a crash left running (see `Jobs`).
  *
+ * One store per data directory: {@link layer} takes the directory's lock (see `DataDir`) before it opens,
+ * migrates or recovers anything, and fails with a `DataDirError` (`InUse`, naming the running server) when
+ * another process or store holds it. The directory is mode 0700 and its files 0600.
+ *
  * @since 0.1.0
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Checkpoints from "./Checkpoints.js"
 import * as Database from "./Database.js"
+import * as DataDir from "./DataDir.js"
+import type { DataDirError } from "./DataDirError.js"
 import * as IdempotencyKeys from "./IdempotencyKeys.js"
 import * as JobEvents from "./JobEvents.js"
 import * as Jobs from "./Jobs.js"
@@ -59,6 +66,11 @@ export const layerWith = <A, E, R>(
   return Layer.fresh(repositories).pipe(Layer.provideMerge(database))
 }
 
-/** The store of a data directory: the database and every repository. */
-export const layer = (options: Options): Layer.Layer<Services | SqlClient.SqlClient | SqliteClient.SqliteClient> =>
-  layerWith(Database.layer(options), options)
+/**
+ * The store of a data directory: its lock (held while the layer lives), the database and every repository.
+ * Fails with `DataDirError` `InUse` when another process or store holds the directory.
+ */
+export const layer = (
+  options: Options
+): Layer.Layer<Services | SqlClient.SqlClient | SqliteClient.SqliteClient, DataDirError> =>
+  Layer.unwrapScoped(Effect.as(DataDir.lock(options.dataDir), layerWith(Database.layer(options), options)))

@@ -1,9 +1,8 @@
 /**
  * The uploaded files extension (see `LocalApi`'s module comment): the two handlers over the store's `Files`,
- * and the job worker's training data reader that takes this server's own file URLs from the store instead
- * of over HTTP.
+ * and the job worker's training data reader that takes this backend's own file URLs from the store by id
+ * instead of over HTTP.
  */
-import type * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
@@ -72,41 +71,20 @@ export const getFileContent = ({
     )
   )
 
-const isLoopback = (hostname: string): boolean =>
-  hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname)
-
-const isUnspecified = (hostname: string): boolean => hostname === "0.0.0.0" || hostname === "::"
-
 /**
- * Whether an `http:` URL's origin is this server bound at `address`: the same port, and a host that reaches
- * it (the bound host; any loopback name when bound to loopback; any host when bound to all interfaces).
- */
-export const isOwnOrigin = (url: URL, address: HttpServer.Address): boolean => {
-  if (address._tag !== "TcpAddress" || url.protocol !== "http:") return false
-  const port = url.port === "" ? 80 : Number(url.port)
-  if (port !== address.port) return false
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
-  const bound = address.hostname
-  return (
-    isUnspecified(bound) ||
-    hostname.toLowerCase() === bound.toLowerCase() ||
-    (isLoopback(hostname) && isLoopback(bound))
-  )
-}
-
-/**
- * A training data reader that reads a file URL of this server (an `http:` URL of its origin with the path
- * `/v1/local/files/<id>/content`) from the store, without HTTP or a key, and hands any other URL to
- * `fallback`. `address` is the server's bound address (awaited: the worker may start before the server
- * listens).
+ * A training data reader that reads a file URL of this backend (an http(s) URL whose path is
+ * `/v1/local/files/<id>/content`) from the store by its id, without HTTP or a key, whatever host and port the
+ * URL names: the port of a server started on port 0 changes at every restart, and a job queued before one
+ * still names its data by the old one. Any other URL goes to `fallback` (the read policy's reader).
  */
 export const ownFilesReader =
-  (files: FilesService, address: Effect.Effect<HttpServer.Address>, fallback: ReadTrainingData): ReadTrainingData =>
+  (files: FilesService, fallback: ReadTrainingData): ReadTrainingData =>
   (url) =>
     Effect.gen(function* () {
       const parsed = URL.canParse(url) ? new URL(url) : undefined
-      const id = parsed === undefined ? undefined : fileIdOfPath(parsed.pathname)
-      if (parsed === undefined || id === undefined || !isOwnOrigin(parsed, yield* address)) return yield* fallback(url)
+      const web = parsed !== undefined && (parsed.protocol === "http:" || parsed.protocol === "https:")
+      const id = web ? fileIdOfPath(parsed.pathname) : undefined
+      if (id === undefined) return yield* fallback(url)
       const content = yield* files.content(id)
       if (Option.isNone(content)) {
         return yield* new JobFailure({ message: `training data file ${id} is not stored on this server` })

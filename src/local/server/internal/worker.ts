@@ -46,8 +46,8 @@ export interface Options {
   /** Multiplies the RL learning rate (see `Trainer`); default 1. */
   readonly learningRateScale?: number | undefined
   /**
-   * Reads SFT training data (default: `file://` from disk, http(s) with a plain `fetch`). The server can
-   * pass one that reads its own uploads directly.
+   * Reads SFT training data (default: nothing may be read, every job with training data fails; see
+   * `workerData.ts`). The server passes one that reads its own uploads and what its read policy allows.
    */
   readonly readTrainingData?: ReadTrainingData | undefined
 }
