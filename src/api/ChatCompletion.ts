@@ -154,6 +154,25 @@ export const ChatCompletion = Schema.Struct({
 /** @see {@link ChatCompletion} */
 export type ChatCompletion = typeof ChatCompletion.Type
 
+/** A named tool choice: the model must call this function (`type` defaults to `function`). */
+export const NamedToolChoice = Schema.Struct({
+  type: Schema.optional(Schema.Literal("function")),
+  function: Schema.Struct({ name: Schema.String })
+}).annotations({ identifier: "NamedToolChoice" })
+/** @see {@link NamedToolChoice} */
+export type NamedToolChoice = typeof NamedToolChoice.Type
+
+/**
+ * Whether and which tools the model calls: `none` (never; the default without `tools`), `auto` (text or
+ * calls, as the model chooses; the default with `tools`), `required` (at least one call), or a named tool
+ * (exactly that one).
+ */
+export const ToolChoice = Schema.Union(Schema.Literal("none", "auto", "required"), NamedToolChoice).annotations({
+  identifier: "ToolChoice"
+})
+/** @see {@link ToolChoice} */
+export type ToolChoice = typeof ToolChoice.Type
+
 /** A tool-call fragment in a streamed delta. */
 export const DeltaToolCall = Schema.Struct({
   index: Schema.Int,
@@ -308,7 +327,7 @@ const RequestFields = Schema.Struct({
   temperature: Schema.optional(Schema.NullOr(Schema.Finite)),
   top_p: Schema.optional(Schema.NullOr(Schema.Finite)),
   tools: Schema.optional(Schema.NullOr(Schema.Array(Tool))),
-  tool_choice: Schema.optional(Schema.Literal("none")),
+  tool_choice: Schema.optional(Schema.NullOr(ToolChoice)),
   reasoning_effort: Schema.optional(Schema.NullOr(Schema.Literal("low", "medium", "high"))),
   include_reasoning: Schema.optional(Schema.Boolean),
   parallel_tool_calls: Schema.optional(Schema.NullOr(Schema.Boolean)),
@@ -354,7 +373,8 @@ const RequestFields = Schema.Struct({
 /**
  * The chat completion request with every field, and the checks across fields the engine makes:
  * `continue_final_message` needs `add_generation_prompt: false` (it defaults to true), `top_logprobs > 0`
- * needs `logprobs: true`, `stream_options` and `prompt_logprobs` go only with and without `stream`.
+ * needs `logprobs: true`, `stream_options` and `prompt_logprobs` go only with and without `stream`,
+ * `tool_choice: "required"` needs `tools`, and a named `tool_choice` must name one of `tools`.
  */
 export const ChatCompletionRequest = RequestFields.pipe(
   Schema.filter((request) => {
@@ -374,6 +394,17 @@ export const ChatCompletionRequest = RequestFields.pipe(
     }
     if (request.prompt_logprobs != null && request.stream === true) {
       issues.push({ path: ["prompt_logprobs"], message: "prompt_logprobs is not available when stream is true" })
+    }
+    const tools = request.tools ?? []
+    const choice = request.tool_choice
+    if (choice === "required" && tools.length === 0) {
+      issues.push({ path: ["tool_choice"], message: 'tool_choice "required" needs tools' })
+    }
+    if (typeof choice === "object" && choice !== null && !tools.some((t) => t.function.name === choice.function.name)) {
+      issues.push({
+        path: ["tool_choice"],
+        message: `tool_choice names the function ${JSON.stringify(choice.function.name)}, which is not in tools`
+      })
     }
     return issues
   })

@@ -59,12 +59,22 @@ describe("ChatCompletionRequest constraints", () => {
     accepted({ truncate_prompt_tokens: null })
   })
 
-  it('tool_choice: only "none" is allowed', () => {
-    rejectedAt("tool_choice", { tool_choice: "auto" })
-    rejectedAt("tool_choice", { tool_choice: "required" })
-    rejectedAt("tool_choice", { tool_choice: { type: "function", function: { name: "add" } } })
-    rejectedAt("tool_choice", { tool_choice: null })
+  it("tool_choice: none, auto, required or a named tool of tools, as the published schema has it", () => {
+    const tools = [{ type: "function", function: { name: "add", parameters: { type: "object" } } }]
     accepted({ tool_choice: "none" })
+    accepted({ tool_choice: null })
+    accepted({ tools, tool_choice: "auto" })
+    accepted({ tools, tool_choice: "required" })
+    accepted({ tools, tool_choice: { type: "function", function: { name: "add" } } })
+    accepted({ tools, tool_choice: { function: { name: "add" } } })
+    accepted({ tools, parallel_tool_calls: false })
+    rejectedAt("tool_choice", { tools, tool_choice: "always" })
+    rejectedAt("tool_choice", { tools, tool_choice: { type: "function", function: {} } })
+    // Across fields: required needs tools; a named tool must be one of them.
+    rejectedAt("tool_choice", { tool_choice: "required" })
+    rejectedAt("tool_choice", { tools: [], tool_choice: "required" })
+    rejectedAt("tool_choice", { tools, tool_choice: { type: "function", function: { name: "sub" } } })
+    rejectedAt("tool_choice", { tool_choice: { type: "function", function: { name: "add" } } })
   })
 
   it("continue_final_message: true needs add_generation_prompt: false", () => {

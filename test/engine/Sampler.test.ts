@@ -450,7 +450,19 @@ describe("Sampler: refusals", () => {
       [{ structured_outputs: { grammar: "root ::= 'x'" } }, "Unsupported", "structured_outputs.grammar"],
       [{ structured_outputs: { structural_tag: "{}" } }, "Unsupported", "structured_outputs.structural_tag"],
       [{ response_format: { type: "structural_tag", format: {} } }, "Unsupported", "response_format"],
-      [{ tool_choice: "auto" as "none" }, "Unsupported", "tool_choice"],
+      [
+        {
+          tools: [{ type: "function", function: { name: "f", parameters: { type: "string", pattern: "a+" } } }],
+          tool_choice: "required"
+        },
+        "Unsupported",
+        "tools[0].function.parameters"
+      ],
+      [
+        { tools: [{ type: "function", function: { name: "f" } }], response_format: { type: "json_object" } },
+        "BadRequest",
+        "tool_choice"
+      ],
       [{ structured_outputs: { json: { type: "string", pattern: "a+" } } }, "Unsupported", "structured_outputs.json"],
       [{ stream_options: { include_usage: true } }, "BadRequest", "stream_options"],
       [{ temperature: -1 }, "BadRequest", "temperature"],

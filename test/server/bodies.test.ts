@@ -22,12 +22,10 @@ const basic = `Basic ${Buffer.from(`api:${API_KEY}`).toString("base64")}`
 
 /** A hand-made multipart body (the runtime's `FormData` would not make the broken ones). */
 const multipart = (boundary: string, parts: ReadonlyArray<{ name: string; filename?: string; value: string }>) =>
-  parts
-    .map(
-      (part) =>
-        `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${part.filename === undefined ? "" : `; filename="${part.filename}"`}\r\n\r\n${part.value}\r\n`
-    )
-    .join("") + `--${boundary}--\r\n`
+  `${parts.map((part) => formPart(boundary, part)).join("")}--${boundary}--\r\n`
+
+const formPart = (boundary: string, part: { name: string; filename?: string; value: string }) =>
+  `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"${part.filename === undefined ? "" : `; filename="${part.filename}"`}\r\n\r\n${part.value}\r\n`
 
 const postForm = (body: string, contentType = "multipart/form-data; boundary=xyz") =>
   call("/file/create", { method: "POST", headers: { ...auth, "content-type": contentType }, body })

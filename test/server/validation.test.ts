@@ -205,7 +205,12 @@ const rows: ReadonlyArray<Row> = [
     { tools: [{ type: "web", function: { name: "f" } }] },
     literal("'function'", "tools", 0, "type")
   ),
-  chat("chat: tool_choice allows only none", { tool_choice: "auto" }, literal("'none'", "tool_choice")),
+  chat(
+    "chat: tool_choice is none, auto, required or a named tool",
+    { tool_choice: "always" },
+    literal("'none', 'auto' or 'required'", "tool_choice"),
+    notDict("tool_choice")
+  ),
   chat(
     "chat: reasoning_effort is low, medium or high",
     { reasoning_effort: "max" },

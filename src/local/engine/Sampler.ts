@@ -57,6 +57,7 @@ import type {
   ChatCompletionRequest,
   Choice,
   ChunkChoice,
+  Delta,
   PromptLogprob,
   TokenLogprob,
   TopLogprob,
@@ -66,10 +67,12 @@ import { yieldToEventLoop } from "../internal/eventLoop.js"
 import { renderOptionsOf, renderPrompt } from "./ChatTemplate.js"
 import { type ByteAutomaton, Matcher } from "./constraint/Automaton.js"
 import { compileConstraint, type RequestConstraint } from "./constraint/Constraint.js"
+import { toolModeOf } from "./constraint/ToolCalls.js"
 import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
 import { Rng } from "./Random.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
+import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
 
 /** Options of a completion that are not request fields. */
 export interface CompleteOptions {
@@ -131,6 +134,8 @@ interface Plan {
   readonly returnTokenIds: boolean
   readonly tokensAsIds: boolean
   readonly constraint: ByteAutomaton | null
+  /** Whether the output is parsed for tool calls (`tool_choice` other than `none`, with tools). */
+  readonly parsesToolCalls: boolean
   readonly includeUsage: boolean
   readonly continuousUsage: boolean
 }
@@ -197,10 +202,6 @@ const plan = <S extends DecodeState>(
   if (request.use_beam_search === true) throw unsupported("use_beam_search", "beam search is not implemented")
   if (request.logits_processors != null && request.logits_processors.length > 0) {
     throw unsupported("logits_processors", "custom logits processors cannot be loaded")
-  }
-  const toolChoice: unknown = request.tool_choice
-  if (toolChoice !== undefined && toolChoice !== null && toolChoice !== "none") {
-    throw unsupported("tool_choice", 'only "none" is supported')
   }
   if (request.stream_options != null && request.stream !== true) {
     throw badRequest("stream_options", "stream_options is only allowed when stream is true")
@@ -352,6 +353,7 @@ const plan = <S extends DecodeState>(
     returnTokenIds: request.return_token_ids === true,
     tokensAsIds: request.return_tokens_as_token_ids === true,
     constraint: constraint?.automaton ?? null,
+    parsesToolCalls: toolModeOf(request) !== null,
     includeUsage: request.stream_options != null && request.stream_options.include_usage !== false,
     continuousUsage: request.stream_options?.continuous_usage_stats === true
   }
@@ -828,16 +830,30 @@ class Job<S extends DecodeState> {
 
   choiceOf(run: ChoiceRun<S>): Choice {
     const plan = this.plan
-    const content = plan.echo + textOf(run.text, 0, run.textEnd)
+    const generated = textOf(run.text, 0, run.textEnd)
+    const content = plan.echo + generated
+    const calls = plan.parsesToolCalls ? parseToolCalls(generated) : null
     const choice: {
       -readonly [K in keyof Choice]: Choice[K]
     } = {
       index: run.index,
       // `refusal` is always there, as the hosted engine sends it (generated client schemas require the key).
-      message: { role: plan.role, content, refusal: null },
+      message:
+        calls === null
+          ? { role: plan.role, content, refusal: null }
+          : {
+              role: plan.role,
+              content: plan.echo + (calls.content ?? "") === "" ? null : plan.echo + (calls.content ?? ""),
+              refusal: null,
+              tool_calls: calls.calls.map((call) => ({
+                id: newCallId(),
+                type: "function" as const,
+                function: { name: call.name, arguments: call.arguments }
+              }))
+            },
       // `refusal: null` beside `content`, as OpenAI sends it (generated client schemas require the key).
       logprobs: plan.logprobs ? { content: run.logprobs, refusal: null } : null,
-      finish_reason: run.finishReason,
+      finish_reason: calls === null ? run.finishReason : "tool_calls",
       stop_reason: run.stopReason
     }
     if (plan.returnTokenIds) choice.token_ids = [...run.output]
@@ -902,20 +918,31 @@ class Job<S extends DecodeState> {
         yield this.chunk([{ index: run.index, delta: { content: plan.echo }, logprobs: null, finish_reason: null }])
       }
     }
+    // With tools, each choice's text goes through a parser that turns calls into `tool_calls` deltas.
+    const calls = new Map(this.runs.map((run) => [run, plan.parsesToolCalls ? new ToolCallStream() : null]))
     let active = this.runs.filter((run) => !run.finished)
     while (active.length > 0) {
       for (const run of active) {
         const sampled = run.step()
         const end = run.streamable()
-        const content = textOf(run.text, run.streamed, end)
+        const text = textOf(run.text, run.streamed, end)
         run.streamed = end
+        const parser = calls.get(run) ?? null
+        let delta: Delta = { content: text }
+        let finishReason: string | null = run.finished ? run.finishReason : null
+        if (parser !== null) {
+          const parsed = parser.push(text)
+          const content = run.finished ? parsed.content + parser.finish() : parsed.content
+          delta = parsed.toolCalls.length > 0 ? { content, tool_calls: parsed.toolCalls } : { content }
+          if (run.finished && parseToolCalls(textOf(run.text, 0, run.textEnd)) !== null) finishReason = "tool_calls"
+        }
         const choice: { -readonly [K in keyof ChunkChoice]: ChunkChoice[K] } = {
           index: run.index,
-          delta: { content },
+          delta,
           logprobs: plan.logprobs
             ? { content: sampled?.logprob != null ? [sampled.logprob] : [], refusal: null }
             : null,
-          finish_reason: run.finished ? run.finishReason : null
+          finish_reason: finishReason
         }
         if (run.finished) choice.stop_reason = run.stopReason
         if (plan.returnTokenIds) choice.token_ids = sampled === null ? [] : [sampled.id]

@@ -1,6 +1,7 @@
 /**
  * The constraint of a chat-completions request: `structured_outputs` (`choice`, `regex`, `json`,
- * `json_object`) or `response_format` (`json_object`, `json_schema`), compiled to a `ByteAutomaton`. Fields
+ * `json_object`), `response_format` (`json_object`, `json_schema`) or its tools (`tool_choice` other than
+ * `none`, see `ToolCalls.ts`), compiled to a `ByteAutomaton`. Fields
  * this engine cannot honour (`grammar`, `structural_tag`, `whitespace_pattern`, a `structural_tag` response
  * format, schema keywords or regex features outside the subsets) are `EngineError`s naming them. The
  * output is always compact: `disable_any_whitespace` and `disable_additional_properties` hold trivially.
@@ -14,6 +15,7 @@ import { ByteAutomaton, literal, type Node, TooComplexError } from "./Automaton.
 import { choiceNode } from "./Choice.js"
 import { compileJsonSchema, jsonObjectNode, SchemaError } from "./JsonSchema.js"
 import { parseRegex, RegexError } from "./Regex.js"
+import { ToolSchemaError, toolCallsNode, toolModeOf } from "./ToolCalls.js"
 
 interface Source {
   readonly param: string
@@ -64,6 +66,8 @@ const sourcesOf = (request: ChatCompletionRequest): Array<Source> => {
       sources.push({ param: "response_format.json_schema.schema", build: () => compileJsonSchema(schema) })
     }
   }
+  const mode = toolModeOf(request)
+  if (mode !== null) sources.push({ param: "tool_choice", build: () => toolCallsNode(request, mode) })
   return sources
 }
 
@@ -93,6 +97,15 @@ export const compileConstraint = (request: ChatCompletionRequest): RequestConstr
   try {
     automaton = new ByteAutomaton(source.build())
   } catch (cause) {
+    if (cause instanceof ToolSchemaError) {
+      const param = `tools[${cause.index}].function.parameters`
+      const inner = cause.schemaError
+      throw new EngineError({
+        kind: inner instanceof SchemaError && inner.unsupported ? "Unsupported" : "BadRequest",
+        param,
+        message: `${param}: ${cause.message}`
+      })
+    }
     if (cause instanceof RegexError || cause instanceof SchemaError) {
       throw new EngineError({
         kind: cause.unsupported ? "Unsupported" : "BadRequest",
