@@ -42,11 +42,15 @@
  *
  * Accepted without effect, as the convention's engine does: `length_penalty` (beam search only),
  * `spaces_between_special_tokens` (used, with `skip_special_tokens: false`), `include_reasoning`,
- * `reasoning_effort`, `parallel_tool_calls` (no tool calls are generated: `tool_choice` is `none`), `user`,
- * `cache_salt`, `kv_transfer_params`, `mm_processor_kwargs`, `vllm_xargs`, `disable_fallback`, `_backend`.
- * Refused (`EngineError` naming the field): `use_beam_search`, `logits_processors`, `tool_choice` other
- * than `none`, `structured_outputs.grammar` / `structural_tag` / `whitespace_pattern`, a `structural_tag`
- * response format, `priority` other than 0.
+ * `reasoning_effort`, `user`, `cache_salt`, `kv_transfer_params`, `mm_processor_kwargs`, `vllm_xargs`,
+ * `disable_fallback`, `_backend`.
+ * Tools: with `tools` and a `tool_choice` other than `none` (`auto` by default), decoding follows the grammar of
+ * `constraint/ToolCalls.ts` and the text is parsed into `message.tool_calls` (`ToolCallText.ts`;
+ * `finish_reason: "tool_calls"`), streamed as `delta.tool_calls`; a tools grammar does not combine with another
+ * constraint (`response_format`, `structured_outputs`: a 400).
+ * Refused (`EngineError` naming the field): `use_beam_search`, `logits_processors`,
+ * `structured_outputs.grammar` / `structural_tag` / `whitespace_pattern`, a `structural_tag` response format, a
+ * tool's `parameters` outside the JSON-schema subset, `priority` other than 0.
  *
  * @since 0.1.0
  */
