@@ -364,6 +364,29 @@ describe("ApiError: a request that breaks its schema is not sent", () => {
     })
   )
 
+  it.scoped("createChatCompletion naming a tool not in tools, or required without tools → InvalidRequest", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const messages = [{ role: "user" as const, content: "hi" }]
+      const tools = [{ type: "function" as const, function: { name: "add" } }]
+      const named = yield* failure(
+        client.createChatCompletion({
+          model: "base",
+          messages,
+          tools,
+          tool_choice: { type: "function", function: { name: "sub" } }
+        })
+      )
+      expect(named).toMatchObject({ reason: "InvalidRequest", retryable: false })
+      expect(named.detail?.map((d) => d.loc)).toEqual([["body", "tool_choice"]])
+      expect(named.detail?.[0]?.msg).toContain('"sub", which is not in tools')
+      const required = yield* failure(client.createChatCompletion({ model: "base", messages, tool_choice: "required" }))
+      expect(required.detail?.[0]?.msg).toContain('tool_choice "required" needs tools')
+      expect(server.received).toEqual([])
+    })
+  )
+
   it.scoped("createTrainingJob with a model_id that is not a UUID → InvalidRequest naming the field", () =>
     Effect.gen(function* () {
       const server = yield* FakeService.make
