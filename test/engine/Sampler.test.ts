@@ -13,7 +13,7 @@ import { compileJsonSchema } from "../../src/local/engine/constraint/JsonSchema.
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import type { DecodeState, LanguageModel } from "../../src/local/engine/LanguageModel.js"
 import { complete, completeEffect, completeStream } from "../../src/local/engine/Sampler.js"
-import { encode, IM_END, IM_START, idsOfChoice, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
+import { encode, IM_END, IM_START, idsOfChoice, PAD, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
 import { accepts, validates } from "../support/schemas.js"
 import { logSoftmax, peaked, TableModel } from "./support/TableModel.js"
 
@@ -56,6 +56,39 @@ const scripted = (script: string | ReadonlyArray<number>) => {
 
 const keyed = TableModel.keyed(7, 2)
 
+/** Whether bytes are a well-formed UTF-8 prefix (what may follow them can still make them whole). */
+const wellFormedPrefix = (bytes: ReadonlyArray<number>): boolean => {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes), { stream: true })
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Whether bytes are well-formed UTF-8 ending at a character boundary. */
+const wellFormed = (bytes: ReadonlyArray<number>): boolean => {
+  try {
+    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes))
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Whether the sampler may choose `id` after the output `bytes` with `left` tokens to go (this one included),
+ * by the well-formed UTF-8 rule: a byte keeps the output a well-formed prefix and, at a character boundary,
+ * starts no character longer than `left`; a special token comes only at a boundary. (Where that rules out
+ * every token the rule gives way; the tests using this avoid that edge.)
+ */
+const utf8Allows = (bytes: ReadonlyArray<number>, id: number, left: number): boolean => {
+  if (id >= 256) return wellFormed(bytes)
+  if (!wellFormedPrefix([...bytes, id])) return false
+  const length = id < 0x80 ? 1 : id >= 0xf0 ? 4 : id >= 0xe0 ? 3 : 2
+  return !wellFormed(bytes) || length <= left
+}
+
 describe("Sampler: response shape", () => {
   it("returns a chat.completion with id, created, model, usage and one choice per n", () => {
     const response = run(keyed, { seed: 1, max_tokens: 5, n: 2, ignore_eos: true })
@@ -83,17 +116,25 @@ describe("Sampler: response shape", () => {
 })
 
 describe("Sampler: choosing tokens", () => {
-  it("top_k: 1 is greedy, and temperature 0 is greedy, along the model's argmax path", () => {
+  it("top_k: 1 is greedy, and temperature 0 is greedy, along the model's argmax path (of well-formed UTF-8)", () => {
     const greedy = run(keyed, { temperature: 0, max_tokens: 20, return_token_ids: true })
     for (const seed of [1, 2, 3]) {
       const topK1 = run(keyed, { top_k: 1, temperature: 1.5, seed, max_tokens: 20, return_token_ids: true })
       expect(topK1.choices[0]!.token_ids).toEqual(greedy.choices[0]!.token_ids)
     }
     const ids = [...(greedy.prompt_token_ids ?? renderPrompt(request().messages).ids)]
-    for (const id of greedy.choices[0]!.token_ids ?? []) {
+    const output: Array<number> = []
+    const sampled = greedy.choices[0]!.token_ids ?? []
+    expect(sampled.length).toBeGreaterThan(0)
+    for (const id of sampled) {
       const logits = keyed.logits(keyed.prefill(ids))
-      expect(id).toBe(logits.indexOf(Math.max(...logits)))
+      let best = -1
+      for (let t = 0; t < logits.length; t++) {
+        if (t !== PAD && utf8Allows(output, t, 20 - output.length) && (best < 0 || logits[t]! > logits[best]!)) best = t
+      }
+      expect(id).toBe(best)
       ids.push(id)
+      if (id < 256) output.push(id)
     }
   })
 
@@ -818,7 +859,12 @@ describe("Sampler: streaming", () => {
   })
 
   it("continuous_usage_stats puts usage on every chunk", () => {
-    const chunks = stream(keyed, { ...fields, n: 1, stream_options: { continuous_usage_stats: true } })
+    const chunks = stream(keyed, {
+      ...fields,
+      n: 1,
+      ignore_eos: true,
+      stream_options: { continuous_usage_stats: true }
+    })
     expect(chunks.every((c) => c.usage != null)).toBe(true)
     expect(chunks.at(-2)!.usage!.completion_tokens).toBe(40)
   })

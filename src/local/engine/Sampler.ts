@@ -37,6 +37,15 @@
  * output. When masks leave no token at all, the choice ends (`stop`, `stop_reason` null; `length` if its
  * constrained output is incomplete).
  *
+ * Well-formed UTF-8: the tokens are bytes, so outside a constraint (which keeps its output well-formed
+ * itself) the bytes that would make the output ill-formed UTF-8 are masked (see `Utf8.maskNext`): a
+ * continuation byte where none is due, a lead byte where one is, 0xC0, 0xC1, 0xF5..0xFF, overlong forms,
+ * surrogates and code points above U+10FFFF. Inside a character the special tokens are masked too, unless no
+ * continuation byte is allowed (then a special token abandons the character). A character is not started
+ * unless it can be finished within the token limit, unless nothing else is allowed. Where a choice still
+ * ends inside a character (a stop token id in it, or the limit), `content` leaves the open character out;
+ * `token_ids` and the logprobs keep every sampled token. Streamed deltas never split a character.
+ *
  * Seeds: choice `i` draws from a generator seeded with `seed + i` (int64 wrap-around); without `seed`, the
  * base seed is drawn from `crypto.getRandomValues`. Greedy steps draw nothing.
  *
@@ -77,6 +86,7 @@ import type { DecodeState, LanguageModel } from "./LanguageModel.js"
 import { Rng } from "./Random.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
+import { completeEnd, maskNext, Utf8State } from "./Utf8.js"
 
 /** Options of a completion that are not request fields. */
 export interface CompleteOptions {
@@ -451,6 +461,8 @@ class ChoiceRun<S extends DecodeState> {
   private readonly outSeen: Array<number> = []
   private readonly promptMark: Uint8Array
   private readonly matcher: Matcher | null
+  /** Where the sampled bytes stand in UTF-8 (the matcher keeps a constrained output well-formed itself). */
+  private readonly utf8 = new Utf8State()
   private lastSpecial = false
 
   constructor(
@@ -492,7 +504,7 @@ class ChoiceRun<S extends DecodeState> {
       // The end of turn where the output is complete (with ignore_eos: only where it cannot go on).
       const stops = end && (!plan.ignoreEos || !within)
       for (let id = 256; id < vocab; id++) if (!(stops && isStopId(id))) ok[id] = 0
-    }
+    } else maskNext(this.utf8, ok, left)
     let anyOk = false
     for (let i = 0; i < vocab; i++) {
       if (ok[i] === 1) {
@@ -641,7 +653,8 @@ class ChoiceRun<S extends DecodeState> {
     this.finished = true
     this.finishReason = reason
     this.stopReason = stopReason
-    this.textEnd = textEnd
+    // A character left open (a stop token id inside it, or the limit) is left out of the content.
+    this.textEnd = completeEnd(this.text, textEnd)
   }
 
   /**
@@ -697,6 +710,12 @@ class ChoiceRun<S extends DecodeState> {
     const m = this.matcher
     const constrainedEnd = m !== null && isStopId(id) && m.canEnd()
     if (m !== null && id < 256) m.advance(id)
+    if (id < 256) this.utf8.push(id)
+    else if (!this.utf8.complete) {
+      // A special token inside a character (only where no continuation byte was allowed) abandons it.
+      this.utf8.reset()
+      this.text.length = completeEnd(this.text, this.text.length)
+    }
 
     if (isStopId(id) && (!plan.ignoreEos || constrainedEnd)) {
       if (plan.includeStop) this.appendText(id)
