@@ -341,7 +341,7 @@ describe("TrainingClient against the embedded server", () => {
           cpu_queue: { success: true, errors: [] },
           gpu_queue: { success: true, errors: [] }
         })
-        expect(yield* c.listBaseModels).toEqual([BASE])
+        expect(yield* c.listBaseModels).toEqual([BASE, "effect-rl/tiny-2k"])
       })
     )
 

@@ -29,14 +29,34 @@ describe("chat completions", () => {
       })
     )
 
-    it.effect("GET /v1/models lists the base model", () =>
+    it.effect("GET /v1/models lists the base models with their context lengths", () =>
       Effect.gen(function* () {
         const reply = yield* send("GET", "/v1/models")
         expect(reply.status).toBe(200)
+        const long = "effect-rl/tiny-2k"
         expect(reply.json).toMatchObject({
           object: "list",
-          data: [{ id: BASE_MODEL, object: "model", owned_by: "effect-rl", root: BASE_MODEL, max_model_len: 512 }]
+          data: [
+            { id: BASE_MODEL, object: "model", owned_by: "effect-rl", root: BASE_MODEL, max_model_len: 512 },
+            { id: long, object: "model", owned_by: "effect-rl", root: long, max_model_len: 2048 }
+          ]
         })
+      })
+    )
+
+    it.effect("effect-rl/tiny-2k takes a prompt of 1,000 tokens that effect-rl/tiny refuses", () =>
+      Effect.gen(function* () {
+        const messages = [{ role: "user", content: "x".repeat(1_000) }]
+        const long = yield* send("POST", "/v1/chat/completions", {
+          model: "effect-rl/tiny-2k",
+          messages,
+          max_tokens: 4
+        })
+        expect(long.status).toBe(200)
+        expect((long.json as { usage: { prompt_tokens: number } }).usage.prompt_tokens).toBeGreaterThan(1_000)
+        const short = yield* send("POST", "/v1/chat/completions", { model: BASE_MODEL, messages, max_tokens: 4 })
+        expect(short.status).toBe(400)
+        expect(JSON.stringify(short.json)).toContain("maximum context length is 512 tokens")
       })
     )
 

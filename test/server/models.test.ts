@@ -15,6 +15,8 @@ import { API_KEY, training } from "../support/clients.js"
 import { Backend, send } from "./support.js"
 
 const base = "effect-rl/tiny"
+/** Every base model the backend serves, in order. */
+const bases = [base, "effect-rl/tiny-2k"]
 const UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 const client = Effect.flatMap(LocalBackend.LocalBackend, ({ url }) => training(url))
@@ -55,7 +57,7 @@ describe("models", () => {
       })
     )
 
-    it.effect("an unknown base model is 404 with a clear detail; base-models lists the served one", () =>
+    it.effect("an unknown base model is 404 with a clear detail; base-models lists the served ones", () =>
       Effect.gen(function* () {
         const reply = yield* send("POST", "/v1/preview/models", { project: "p", name: "b", base_model: "gpt-99" })
         expect(reply.status).toBe(404)
@@ -64,14 +66,14 @@ describe("models", () => {
         })
         const list = yield* send("GET", "/v1/preview/base-models")
         expect(list.status).toBe(200)
-        expect(list.json).toEqual([base])
+        expect(list.json).toEqual(bases)
       })
     )
 
     it.scoped("checkpoints: step 0 is listed; pages with after/limit/order; delete counts", () =>
       Effect.gen(function* () {
         const c = yield* client
-        expect(yield* c.listBaseModels).toEqual([base])
+        expect(yield* c.listBaseModels).toEqual(bases)
         const model = yield* c.createModel({ project: "p", name: "ckpt", base_model: base })
         const page = yield* c.listCheckpoints(model.id)
         expect(page.data.map((x) => x.step)).toEqual([0])

@@ -1,32 +1,41 @@
 /**
- * The base models the engine serves, each with the seed of its initial weights: a base model's step 0 is
- * `Policy.create(undefined, { seed })`, the same weights whether it is served by name or stored as the step 0
+ * The base models the engine serves, each with its shape and the seed of its initial weights: a base model's
+ * step 0 is `Policy.create(config, { seed })`, the same weights whether it is served by name or stored as the step 0
  * checkpoint of a new model (so a trained model at step 0 answers exactly as its base model does).
  */
-import { Policy, saveCheckpoint } from "../../engine/Policy.js"
+import { DEFAULT_POLICY_CONFIG, Policy, type PolicyConfig, saveCheckpoint } from "../../engine/Policy.js"
 
 /** The base model every fresh backend serves. */
 export const BASE_MODEL = "effect-rl/tiny"
 
-/** The seed of each base model's initial weights. */
-const seeds: ReadonlyMap<string, number> = new Map([[BASE_MODEL, 0]])
+/**
+ * The base model with a 2,048-token context, for tool agents: a request with tools (their schemas in the
+ * prompt), past calls and their results does not fit the default 512 tokens of a byte-level model.
+ */
+export const LONG_CONTEXT_MODEL = "effect-rl/tiny-2k"
+
+/** Each base model's shape and the seed of its initial weights. */
+const models: ReadonlyMap<string, { readonly seed: number; readonly config: PolicyConfig }> = new Map([
+  [BASE_MODEL, { seed: 0, config: DEFAULT_POLICY_CONFIG }],
+  [LONG_CONTEXT_MODEL, { seed: 0, config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 } }]
+])
 
 /** The names of the base models, in order. */
-export const baseModelNames: ReadonlyArray<string> = [...seeds.keys()]
+export const baseModelNames: ReadonlyArray<string> = [...models.keys()]
 
 /** Whether a name is a base model's. */
-export const isBaseModel = (name: string): boolean => seeds.has(name)
+export const isBaseModel = (name: string): boolean => models.has(name)
 
 const policies = new Map<string, Policy>()
 const bytes = new Map<string, Uint8Array>()
 
 /** A base model's initial policy, made once (undefined for an unknown name). */
 export const basePolicy = (name: string): Policy | undefined => {
-  const seed = seeds.get(name)
-  if (seed === undefined) return undefined
+  const model = models.get(name)
+  if (model === undefined) return undefined
   let policy = policies.get(name)
   if (policy === undefined) {
-    policy = Policy.create(undefined, { seed })
+    policy = Policy.create(model.config, { seed: model.seed })
     policies.set(name, policy)
   }
   return policy
@@ -36,9 +45,9 @@ export const basePolicy = (name: string): Policy | undefined => {
 export const initialWeights = (name: string): Uint8Array | undefined => {
   let out = bytes.get(name)
   if (out === undefined) {
-    const seed = seeds.get(name)
-    if (seed === undefined) return undefined
-    out = saveCheckpoint(Policy.create(undefined, { seed }))
+    const model = models.get(name)
+    if (model === undefined) return undefined
+    out = saveCheckpoint(Policy.create(model.config, { seed: model.seed }))
     bytes.set(name, out)
   }
   return out
