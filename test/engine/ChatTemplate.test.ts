@@ -335,6 +335,64 @@ describe("renderTrajectory", () => {
     expect(Array.from(sequence.ids)).toEqual([...prompt, ...encode("ok"), EOS, 0x0a])
   })
 
+  it("a tool agent's turns: the call the engine sampled is rendered back byte for byte in the next prompt", () => {
+    const tools: ReadonlyArray<Tool> = [
+      {
+        type: "function",
+        function: {
+          name: "add",
+          parameters: { type: "object", properties: { a: { type: "number" } }, required: ["a"] }
+        }
+      }
+    ]
+    const agent = TableModel.keyed(4, 3)
+    // The turn ends with <|im_end|>, as the next prompt renders it (an EOS-ended turn is kept as sampled).
+    const ask = {
+      tools,
+      logprobs: true,
+      return_token_ids: true,
+      max_tokens: 80,
+      temperature: 1.5,
+      logit_bias: { [EOS]: -100 }
+    } as const
+    for (let seed = 0; seed < 10; seed++) {
+      const first = complete(agent, { ...ask, messages: [user], tool_choice: "required", seed }, { modelName: "m" })
+        .choices[0]!
+      const calls = first.message.tool_calls ?? []
+      expect(calls.length).toBeGreaterThan(0)
+      const results: Array<Message> = calls.map((call) => ({ role: "tool", tool_call_id: call.id!, content: "4" }))
+      // The assistant message goes back as a client sends it: no content, the calls.
+      const sentBack: Message = {
+        role: "assistant",
+        content: null,
+        tool_calls: calls.map((c) => ({ ...c, id: c.id! }))
+      }
+      const second = complete(
+        agent,
+        { ...ask, messages: [user, sentBack, ...results], tool_choice: "none", max_tokens: 6, seed },
+        { modelName: "m" }
+      )
+      const sequence = renderTrajectory([user, first, ...results, second.choices[0]!], tools)
+      expect(sequence.ids.length).toBeGreaterThan(0)
+      const prompt = second.prompt_token_ids!
+      expect(Array.from(sequence.ids.subarray(0, prompt.length))).toEqual(prompt)
+      expect(
+        Array.from(sequence.ids.subarray(prompt.length, prompt.length + second.choices[0]!.token_ids!.length))
+      ).toEqual(second.choices[0]!.token_ids)
+    }
+  })
+
+  it("writes a call's JSON arguments verbatim (numbers as written), and other arguments as a string", () => {
+    const call = (args: string): Message => ({
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "add", arguments: args } }]
+    })
+    const text = (args: string) => decode(renderPrompt([user, call(args)], { addGenerationPrompt: false }).ids)
+    expect(text('{"a":1.50,"b":-0,"c":1e5}')).toContain('{"name":"add","arguments":{"a":1.50,"b":-0,"c":1e5}}')
+    expect(text("not json")).toContain('{"name":"add","arguments":"not json"}')
+  })
+
   it("turns an unmappable recorded token into a typed error", () => {
     const choice: Choice = {
       index: 0,

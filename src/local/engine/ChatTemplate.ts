@@ -15,7 +15,7 @@
  *   `[{type}]`). An assistant's `reasoning` (or `reasoning_content`) comes first as
  *   `<think>\n{reasoning}\n</think>\n\n`; a `refusal` stands for empty content; each tool call (and a
  *   deprecated `function_call`) follows as `<tool_call>\n{"name":…,"arguments":…}\n</tool_call>` (a custom
- *   tool call has `"input"`), on its own line. A custom-role message's own `tools` follow as a tools section.
+ *   tool call has `"input"`), on its own line; arguments that are JSON are written verbatim (as sampled). A custom-role message's own `tools` follow as a tools section.
  * - The generic (author-based) message has the author's role, `name=` the author's name, and the attributes
  *   ` channel=`, ` recipient=`, ` content_type=` when set; each content object is its `text`, else its JSON.
  * - `tools` and `documents`, when given, come first in a block of their own:
@@ -131,11 +131,17 @@ const genericContentOf = (content: unknown): string => {
     .join("")
 }
 
-const parsedOr = (json: string): unknown => {
+/**
+ * A call's arguments as written in its block: verbatim when they are JSON (so a call the engine sampled is
+ * rendered back byte for byte, and the next turn's prompt holds exactly the tokens the model wrote), else as
+ * a JSON string.
+ */
+const argumentsText = (json: string): string => {
   try {
-    return JSON.parse(json)
+    JSON.parse(json)
+    return json.trim()
   } catch {
-    return json
+    return JSON.stringify(json)
   }
 }
 
@@ -146,8 +152,8 @@ const toolCallText = (call: unknown): string => {
     return `<tool_call>\n${JSON.stringify({ name: str(custom.name) ?? "", input: str(custom.input) ?? "" })}\n</tool_call>`
   }
   const fn = asLoose(c.function)
-  const args = str(fn.arguments) ?? ""
-  return `<tool_call>\n${JSON.stringify({ name: str(fn.name) ?? "", arguments: parsedOr(args) })}\n</tool_call>`
+  const args = argumentsText(str(fn.arguments) ?? "")
+  return `<tool_call>\n{"name":${JSON.stringify(str(fn.name) ?? "")},"arguments":${args}}\n</tool_call>`
 }
 
 /** The tools and documents section text (without the block's header and end). */
