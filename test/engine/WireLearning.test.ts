@@ -91,4 +91,40 @@ describe("RL through the wire format", () => {
     expect(learned(last)).toBe("two<end>")
     expect(Array.from(all.ids)).toEqual(Array.from(last.ids))
   })
+
+  it("trains the choices of additional_histories with their trajectory's advantage", () => {
+    const policy = Policy.create(undefined, { seed: 2 })
+    const optimizer = makeAdamState(policy.parameterCount)
+    const user = { role: "user" as const, content: "Pick one." }
+    const sample = (seed: number) =>
+      complete(
+        policy,
+        { messages: [user], seed, logprobs: true, max_completion_tokens: 4, structured_outputs: { choice: WORDS } },
+        { modelName: "local", now: 0, requestId: "r" }
+      ).choices[0]!
+    const good = sample(1)
+    let seed = 2
+    let bad = sample(seed)
+    while (bad.message.content === good.message.content) bad = sample(++seed)
+    // The main conversations hold no choice: only the histories (say, a sub-agent's) have tokens to train.
+    const trajectory = (choice: typeof good, reward: number) => ({
+      messages_and_choices: [user],
+      additional_histories: [{ messages_and_choices: [user, choice] }],
+      reward
+    })
+    const groups = overTheWire([{ trajectories: [trajectory(good, 1), trajectory(bad, 0)] }])
+    const score = (choice: typeof good) => {
+      const sequence = rlGroupsOf([{ trajectories: [{ messages_and_choices: [user, choice], reward: 0 }] }])[0]!
+        .items[0]!.sequence
+      const scores = policy.scoreTokens(sequence.ids, 1)
+      let sum = 0
+      for (let t = 1; t < sequence.ids.length; t++) if (sequence.mask[t] === 1) sum += scores[t - 1]!
+      return sum
+    }
+    const before = [score(good), score(bad)]
+    const result = trainRl(policy, optimizer, rlGroupsOf(groups), { learning_rate: 1e-2 })
+    expect(result.steps.reduce((n, step) => n + step.num_trainable_tokens, 0)).toBeGreaterThan(0)
+    expect(score(good)).toBeGreaterThan(before[0]!)
+    expect(score(bad)).toBeLessThan(before[1]!)
+  })
 })

@@ -14,13 +14,17 @@ import type { RlGroup } from "./Trainer.js"
 
 /**
  * The trainer's groups of an RL job: each trajectory's conversation rendered to tokens (the choices'
- * sampled tokens trainable, with their recorded logprobs), its reward, and the group's failed rollouts.
- * Throws `EngineError` when a recorded token is not a token of this tokenizer.
+ * sampled tokens trainable, with their recorded logprobs), its `additional_histories` rendered alike (each
+ * with its own tools; their choices trained with the trajectory's advantage), its reward, and the group's
+ * failed rollouts. Throws `EngineError` when a recorded token is not a token of this tokenizer.
  */
 export const rlGroupsOf = (groups: ReadonlyArray<TrajectoryGroup>): Array<RlGroup> =>
   groups.map((group) => ({
     items: group.trajectories.map((trajectory) => ({
       sequence: renderTrajectory(trajectory.messages_and_choices, trajectory.tools),
+      additional: trajectory.additional_histories?.map((history) =>
+        renderTrajectory(history.messages_and_choices, history.tools)
+      ),
       reward: trajectory.reward
     })),
     exceptions: group.exceptions?.length ?? 0

@@ -62,9 +62,15 @@ export const AUTO_SFT_BATCH_TOKENS = 4096
 export interface RlItem {
   /** The tokens. */
   readonly sequence: TrainingSequence
+  /** The rollout's other conversations (`additional_histories`), trained with the same advantage. */
+  readonly additional?: ReadonlyArray<TrainingSequence> | undefined
   /** The reward. */
   readonly reward: number
 }
+
+/** An item's sequences: its conversation, then its additional histories. */
+const sequencesOf = (item: RlItem): ReadonlyArray<TrainingSequence> =>
+  item.additional === undefined ? [item.sequence] : [item.sequence, ...item.additional]
 
 /** A trajectory group: rollouts of one scenario, and how many rollouts failed. */
 export interface RlGroup {
@@ -142,6 +148,8 @@ export interface RlResult {
 
 /** A trajectory prepared for training. */
 interface Prepared {
+  /** The trajectory it belongs to (its conversation and its additional histories share one). */
+  readonly trajectory: number
   readonly ids: Int32Array
   /** The mask with position 0 cleared (a first token has no prediction to train). */
   readonly mask: Uint8Array
@@ -220,7 +228,9 @@ export const rlStepCount = (
       ).trainable
     )
       continue
-    for (const item of group.items) if (hasTrainableTokens(item.sequence)) lengths.push(item.sequence.ids.length)
+    for (const item of group.items) {
+      for (const sequence of sequencesOf(item)) if (hasTrainableTokens(sequence)) lengths.push(sequence.ids.length)
+    }
   }
   return chunk(lengths, options.batchSize, maxBatchTokensOf(config, options), (n) => n).length
 }
@@ -290,23 +300,25 @@ export const trainRl = (
     }
     groupsTrainable++
     group.items.forEach((item, i) => {
-      const s = item.sequence
-      if (s.mask.length !== s.ids.length || s.logprobs.length !== s.ids.length) {
-        throw new RangeError("a training sequence's ids, mask and logprobs differ in length")
+      for (const s of sequencesOf(item)) {
+        if (s.mask.length !== s.ids.length || s.logprobs.length !== s.ids.length) {
+          throw new RangeError("a training sequence's ids, mask and logprobs differ in length")
+        }
+        const mask = trainableMask(s)
+        const tokens = countOnes(mask)
+        if (tokens === 0) continue
+        prepared.push({
+          trajectory: numTrajectories - rewards.length + i,
+          ids: s.ids,
+          mask,
+          sampled: s.logprobs,
+          tokens,
+          advantage: adv.advantages[i]!,
+          weight: 0,
+          old: Float64Array.from(s.logprobs),
+          original: undefined
+        })
       }
-      const mask = trainableMask(s)
-      const tokens = countOnes(mask)
-      if (tokens === 0) return
-      prepared.push({
-        ids: s.ids,
-        mask,
-        sampled: s.logprobs,
-        tokens,
-        advantage: adv.advantages[i]!,
-        weight: 0,
-        old: Float64Array.from(s.logprobs),
-        original: undefined
-      })
     })
   }
   const reward = numTrajectories > 0 ? rewardSum / numTrajectories : 0
@@ -365,7 +377,7 @@ export const trainRl = (
       reward,
       reward_std_dev: rewardStdDev,
       exception_rate: exceptionRate,
-      num_trajectories: batch.length,
+      num_trajectories: new Set(batch.map((item) => item.trajectory)).size,
       tokens_per_second: seconds > 0 ? tokens / seconds : 0,
       num_groups: groups.length,
       num_groups_trainable: groupsTrainable,
