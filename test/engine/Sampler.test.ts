@@ -15,6 +15,7 @@ import type { DecodeState, LanguageModel } from "../../src/local/engine/Language
 import { complete, completeEffect, completeStream } from "../../src/local/engine/Sampler.js"
 import { encode, IM_END, IM_START, idsOfChoice, PAD, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
 import { accepts, validates } from "../support/schemas.js"
+import { wellFormed, wellFormedPrefix } from "../support/utf8.js"
 import { logSoftmax, peaked, TableModel } from "./support/TableModel.js"
 
 type Fields = Omit<Partial<ChatCompletionRequest>, "messages"> & { messages?: ChatCompletionRequest["messages"] }
@@ -55,26 +56,6 @@ const scripted = (script: string | ReadonlyArray<number>) => {
 }
 
 const keyed = TableModel.keyed(7, 2)
-
-/** Whether bytes are a well-formed UTF-8 prefix (what may follow them can still make them whole). */
-const wellFormedPrefix = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes), { stream: true })
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Whether bytes are well-formed UTF-8 ending at a character boundary. */
-const wellFormed = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes))
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * Whether the sampler may choose `id` after the output `bytes` with `left` tokens to go (this one included),

@@ -10,6 +10,7 @@ import type { DecodeState, LanguageModel } from "../../src/local/engine/Language
 import { DEFAULT_POLICY_CONFIG, Policy } from "../../src/local/engine/Policy.js"
 import { complete, completeStream } from "../../src/local/engine/Sampler.js"
 import { EOS, IM_END, IM_START, idsOfChoice, tokenBytes, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
+import { wellFormed, wellFormedPrefix } from "../support/utf8.js"
 import { TableModel } from "./support/TableModel.js"
 
 type Fields = Omit<ChatCompletionRequest, "messages">
@@ -17,26 +18,6 @@ type Fields = Omit<ChatCompletionRequest, "messages">
 const fatal = new TextDecoder("utf-8", { fatal: true })
 const lenient = new TextDecoder("utf-8", { fatal: false })
 const encoder = new TextEncoder()
-
-/** Whether bytes are well-formed UTF-8 ending at a character boundary. */
-const wellFormed = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    fatal.decode(Uint8Array.from(bytes))
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Whether bytes are a well-formed UTF-8 prefix. */
-const wellFormedPrefix = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes), { stream: true })
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** The longest prefix of a well-formed prefix that ends at a character boundary. */
 const wholeCharacters = (bytes: ReadonlyArray<number>): Array<number> => {

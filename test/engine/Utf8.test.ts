@@ -1,26 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
 import { completeEnd, maskNext, sequenceLength, Utf8State } from "../../src/local/engine/Utf8.js"
+import { wellFormed, wellFormedPrefix } from "../support/utf8.js"
 
 // The reference is the platform's fatal decoder: whole, it accepts exactly the well-formed sequences that end
 // at a character boundary; streaming, it throws at the first byte no well-formed sequence can have there.
-const wellFormed = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes))
-    return true
-  } catch {
-    return false
-  }
-}
-const wellFormedPrefix = (bytes: ReadonlyArray<number>): boolean => {
-  try {
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bytes), { stream: true })
-    return true
-  } catch {
-    return false
-  }
-}
-
 /** The state after `bytes`, or null when one of them may not come where it is. */
 const stateAfter = (bytes: ReadonlyArray<number>): Utf8State | null => {
   const state = new Utf8State()
