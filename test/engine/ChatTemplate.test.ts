@@ -110,7 +110,7 @@ describe("renderPrompt: message kinds", () => {
         { addGenerationPrompt: false }
       )
     ).toBe(
-      "<|im_start|>tool tool_call_id=c1\n12C<|im_end|>\n" +
+      "<|im_start|>tool\n12C<|im_end|>\n" +
         "<|im_start|>function name=get_weather\nsunny<|im_end|>\n" +
         `<|im_start|>critic\nGood hmm[video_url]\n\n# Tools\n${JSON.stringify(tool)}<|im_end|>\n` +
         '<|im_start|>assistant name=bot channel=analysis recipient=functions.f\nplan{"type":"other","value":1}<|im_end|>\n'

@@ -6,7 +6,7 @@
  * The built-in format, one block per message:
  *
  * ```text
- * <|im_start|>{role}[ name={name}][ tool_call_id={id}]\n{body}<|im_end|>\n
+ * <|im_start|>{role}[ name={name}]\n{body}<|im_end|>\n
  * ```
  *
  * - The body of a message is its content: a string, or its parts in order (a text part is its text, a
@@ -193,8 +193,9 @@ const headerOf = (m: Loose): string => {
   let header = str(m.role) ?? "user"
   const name = str(m.name)
   if (name !== undefined) header += ` name=${name}`
-  const toolCallId = str(m.tool_call_id)
-  if (toolCallId !== undefined) header += ` tool_call_id=${toolCallId}`
+  // A tool result's `tool_call_id` is not written (as in the Hermes format, results follow their calls in
+  // order): the ids are random, so the model could learn nothing from them, and the same conversation would
+  // render differently each time it is sampled.
   return header
 }
 
