@@ -33,6 +33,9 @@ const modulesOf = (code: string): ReadonlyArray<string> => {
 const backendParts =
   /\/src\/local\/|better-sqlite3|sql-sqlite-node|NodeHttpServer|HttpApiBuilder|@huggingface\/jinja|protobufjs|otlpProtobuf/
 
+/** The optional peer dependencies: only the subpath modules made for them may load them. */
+const optionalPeers = /\/node_modules\/(openai|@effect\/ai)\//
+
 const light = [
   "index",
   "Backend",
@@ -46,7 +49,8 @@ const light = [
   "workflow/Gather",
   "workflow/Trainer",
   "workflow/TrainingLoop",
-  "workflow/Tracing"
+  "workflow/Tracing",
+  "workflow/Tools"
 ]
 
 describe("imports", () => {
@@ -57,6 +61,16 @@ describe("imports", () => {
     const modules = modulesOf(code)
     // The trace saw the sources load (so an empty list cannot pass for a clean one).
     expect(modules.some((url) => url.endsWith("/src/workflow/TrainingLoop.ts"))).toBe(true)
+    expect(modules.filter((url) => backendParts.test(url))).toEqual([])
+    expect(modules.filter((url) => optionalPeers.test(url))).toEqual([])
+  })
+
+  it("the agent layers load their optional peers (the check above would see them)", { timeout: 120_000 }, () => {
+    const modules = modulesOf(
+      `await import("./src/workflow/RolloutModel.ts"); await import("./src/workflow/RolloutOpenAI.ts")`
+    )
+    expect(modules.some((url) => /\/node_modules\/openai\//.test(url))).toBe(true)
+    expect(modules.some((url) => /\/node_modules\/@effect\/ai\//.test(url))).toBe(true)
     expect(modules.filter((url) => backendParts.test(url))).toEqual([])
   })
 

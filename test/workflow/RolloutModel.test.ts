@@ -12,13 +12,13 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Message } from "../../src/api/ChatMessage.js"
-import { isChoice, type MessageOrChoice } from "../../src/api/Trajectory.js"
+import { isChoice } from "../../src/api/Trajectory.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutModel from "../../src/workflow/RolloutModel.js"
 import * as Tools from "../../src/workflow/Tools.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
-import { WorkflowBackend } from "./support.js"
+import { normalized, WorkflowBackend } from "./support.js"
 
 const Add = Tool.make("add", {
   description: "Adds two numbers",
@@ -31,15 +31,6 @@ const MathHandlers = MathToolkit.toLayer({ add: ({ a, b }) => Effect.succeed(a +
 const SYSTEM = "You add numbers with the add tool."
 const QUESTION = "What is 2 + 3?"
 const request = { max_completion_tokens: 120, seed: 11 }
-
-/** An entry without what differs between two runs of the same conversation (ids). */
-const normalized = (entry: MessageOrChoice): unknown => {
-  const json = JSON.parse(JSON.stringify(entry)) as Record<string, unknown>
-  const calls = (isChoice(entry) ? (json.message as Record<string, unknown>) : json).tool_calls
-  if (Array.isArray(calls)) for (const call of calls) call.id = "<id>"
-  if (typeof json.tool_call_id === "string") json.tool_call_id = "<id>"
-  return json
-}
 
 describe("RolloutModel against the embedded backend", () => {
   it.layer(WorkflowBackend, { timeout: 120_000 })((it) => {

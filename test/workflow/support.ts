@@ -5,6 +5,7 @@
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import type { Message } from "../../src/api/ChatMessage.js"
+import { isChoice, type MessageOrChoice } from "../../src/api/Trajectory.js"
 import * as Backend from "../../src/Backend.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
@@ -41,3 +42,15 @@ export const yesOrNo = (question: string) =>
     })
     return completion.choices[0]?.message.content ?? ""
   })
+
+/**
+ * A trajectory entry without what differs between two runs of the same conversation (completion and call
+ * ids), to compare what two ways of writing an agent recorded.
+ */
+export const normalized = (entry: MessageOrChoice): unknown => {
+  const json = JSON.parse(JSON.stringify(entry)) as Record<string, unknown>
+  const calls = (isChoice(entry) ? (json.message as Record<string, unknown>) : json).tool_calls
+  if (Array.isArray(calls)) for (const call of calls) call.id = "<id>"
+  if (typeof json.tool_call_id === "string") json.tool_call_id = "<id>"
+  return json
+}
