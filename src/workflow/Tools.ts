@@ -172,6 +172,9 @@ export interface Outcome {
   readonly messages: ReadonlyArray<Message>
 }
 
+/** The request fields of one turn of a tool loop (its messages and tools are the loop's). */
+export type TurnRequest = Partial<Omit<Request, "messages" | "tools">>
+
 /** Options of {@link run}. */
 export interface RunOptions<T extends Any> {
   /** The tools offered to the model. */
@@ -186,9 +189,10 @@ export interface RunOptions<T extends Any> {
   readonly maxTurns?: number | undefined
   /**
    * Request fields for every turn: `tool_choice` (default `auto`), `parallel_tool_calls`,
-   * `max_completion_tokens`, `temperature`, ...
+   * `max_completion_tokens`, `temperature`, ...; or a function of the turn (from 1), e.g. to require a call
+   * first and then ask for an answer (`tool_choice: "none"`, which also lets `structured_outputs` constrain it).
    */
-  readonly request?: Partial<Omit<Request, "messages" | "tools">> | undefined
+  readonly request?: TurnRequest | ((turn: number) => TurnRequest) | undefined
   /** How many calls of one turn run at once (default: all of them). */
   readonly concurrency?: number | "unbounded" | undefined
   /**
@@ -287,7 +291,8 @@ export const run = <T extends Any>(
     for (const name of Object.values(METRICS)) yield* addMetric(name, 0)
     while (turns < maxTurns) {
       turns += 1
-      const completion = yield* Rollout.chat({ ...options.request, messages: [...messages], tools })
+      const request = typeof options.request === "function" ? options.request(turns) : options.request
+      const completion = yield* Rollout.chat({ ...request, messages: [...messages], tools })
       const choice = completion.choices[0]!
       const assistant = Rollout.assistantMessage(choice)
       messages.push(assistant)

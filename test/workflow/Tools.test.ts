@@ -216,6 +216,26 @@ describe("Tools.run with a scripted policy", () => {
     })
   )
 
+  it.effect("request fields may depend on the turn", () =>
+    Effect.gen(function* () {
+      const { policy, sent } = yield* scripted([{ calls: [["add", '{"a":1,"b":1}']] }, { content: "2" }])
+      yield* Rollout.run(
+        policy,
+        Tools.run({
+          tools: [add],
+          prompt: "1 + 1?",
+          request: (turn) =>
+            turn === 1 ? { tool_choice: "required" } : { tool_choice: "none", structured_outputs: { choice: ["2"] } }
+        })
+      )
+      const requests = yield* Ref.get(sent)
+      expect(requests.map((r) => [r.tool_choice, r.structured_outputs?.choice])).toEqual([
+        ["required", undefined],
+        ["none", ["2"]]
+      ])
+    })
+  )
+
   it.effect("stops at the turn limit, keeping the last turn's results in the trajectory", () =>
     Effect.gen(function* () {
       const { policy, sent } = yield* scripted([{ calls: [["add", '{"a":1,"b":1}']] }])
