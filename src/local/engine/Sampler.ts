@@ -83,6 +83,7 @@ import { compileConstraint, type RequestConstraint } from "./constraint/Constrai
 import { toolModeOf } from "./constraint/ToolCalls.js"
 import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
+import type { PrefixCache, PromptStates } from "./PrefixCache.js"
 import { Rng } from "./Random.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
@@ -101,6 +102,11 @@ export interface CompleteOptions {
   readonly requestId?: string
   /** The bounds on the work one request may ask for (default {@link DEFAULT_LIMITS}). */
   readonly limits?: RequestLimits | undefined
+  /**
+   * Where the prompt's state comes from: a {@link PrefixCache} of the model reuses the states of prompts it
+   * saw (the result is the same, bit for bit); by default the prompt is prefilled from nothing.
+   */
+  readonly promptStates?: PromptStates | undefined
 }
 
 /** The bounds on the work one request may ask for; beyond them the request is refused with a 400. */
@@ -800,7 +806,7 @@ class Job<S extends DecodeState> {
     const ws = new Workspace(model.vocabSize)
     const promptMark = new Uint8Array(model.vocabSize)
     for (const id of plan.promptIds) if (id >= 0 && id < promptMark.length) promptMark[id] = 1
-    const base = model.prefill(plan.promptIds)
+    const base = options.promptStates?.prefill(model, plan.promptIds) ?? model.prefill(plan.promptIds)
     this.runs = []
     for (let i = 0; i < plan.n; i++) {
       const state = i === plan.n - 1 ? base : model.fork(base)

@@ -33,7 +33,7 @@ import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
-import type { PolicyCache } from "./policyCache.js"
+import { type PolicyCache, promptStatesOf } from "./policyCache.js"
 import { openAi } from "./responses.js"
 import { RETRY_AFTER_SECONDS, type SamplingBudget } from "./sampling.js"
 
@@ -187,7 +187,12 @@ export const createChatCompletion =
         return openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`)
       }
       const requestId = request.headers["x-request-id"]
-      const options = { modelName: name, limits: budget.limits, ...(requestId === undefined ? {} : { requestId }) }
+      const options = {
+        modelName: name,
+        limits: budget.limits,
+        promptStates: promptStatesOf(resolved.value),
+        ...(requestId === undefined ? {} : { requestId })
+      }
       const prepared = yield* Effect.try({
         try: () => prepare(resolved.value, payload, options),
         catch: (error) => error

@@ -4,6 +4,7 @@
  * goes stale; a deleted checkpoint is simply no longer resolved.
  */
 import type { Policy } from "../../engine/Policy.js"
+import { PrefixCache } from "../../engine/PrefixCache.js"
 
 /** The default number of policies kept. */
 export const DEFAULT_CAPACITY = 8
@@ -39,4 +40,19 @@ export class PolicyCache {
   get size(): number {
     return this.entries.size
   }
+}
+
+const promptStates = new WeakMap<Policy, PrefixCache>()
+
+/**
+ * The prefix cache of a policy the server serves (a checkpoint's or a base model's, whose weights never
+ * change), kept as long as the policy is: chat completions on both surfaces reuse its prompt states.
+ */
+export const promptStatesOf = (policy: Policy): PrefixCache => {
+  let cache = promptStates.get(policy)
+  if (cache === undefined) {
+    cache = new PrefixCache()
+    promptStates.set(policy, cache)
+  }
+  return cache
 }

@@ -34,7 +34,7 @@ import type { Policy } from "../../../engine/Policy.js"
 import { prepare as prepareDecoding, runRounds } from "../../../engine/Sampler.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import { chunkStream, resolvePolicy } from "../inference.js"
-import type { PolicyCache } from "../policyCache.js"
+import { type PolicyCache, promptStatesOf } from "../policyCache.js"
 import { RETRY_AFTER_SECONDS, type SamplingBudget } from "../sampling.js"
 import { checkProject, newId } from "./ids.js"
 import { jsonLinesStream } from "./jsonLines.js"
@@ -57,7 +57,12 @@ const refused = (error: EngineError) =>
 /** The request checked by the engine (its refusal a 400 with the reason), ready to decode. */
 const checked = (policy: Policy, request: ChatCompletionRequest, model: string, budget: SamplingBudget) =>
   Effect.try({
-    try: () => prepareDecoding(policy, request, { modelName: model, limits: budget.limits }),
+    try: () =>
+      prepareDecoding(policy, request, {
+        modelName: model,
+        limits: budget.limits,
+        promptStates: promptStatesOf(policy)
+      }),
     catch: (error) => error
   }).pipe(Effect.catchAll((error) => (error instanceof EngineError ? Effect.fail(refused(error)) : Effect.die(error))))
 

@@ -1,0 +1,108 @@
+/**
+ * The prefix cache: completions from cached prompt states are the completions without it, bit for bit
+ * (choices, logprobs, token ids), for a repeated prompt, a prompt that continues an earlier one (the next
+ * turn of a conversation), and one that shares only part of it; and the cache stays within its bound.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
+import { DEFAULT_POLICY_CONFIG, Policy } from "../../src/local/engine/Policy.js"
+import { PrefixCache } from "../../src/local/engine/PrefixCache.js"
+import { complete } from "../../src/local/engine/Sampler.js"
+
+const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 2048 }, { seed: 3 })
+
+const tools: ChatCompletionRequest["tools"] = [
+  {
+    type: "function",
+    function: {
+      name: "weather",
+      parameters: {
+        type: "object",
+        required: ["city"],
+        properties: { city: { type: "string", enum: ["Oslo", "Lima"] } }
+      }
+    }
+  }
+]
+
+const request = (messages: ChatCompletionRequest["messages"], seed: number): ChatCompletionRequest => ({
+  messages,
+  tools,
+  tool_choice: "required",
+  n: 3,
+  seed,
+  logprobs: true,
+  return_token_ids: true,
+  max_completion_tokens: 100
+})
+
+describe("PrefixCache", () => {
+  it("gives the completions an uncached prefill gives, reusing the states of earlier prompts", () => {
+    const cache = new PrefixCache()
+    const first: ChatCompletionRequest["messages"] = [{ role: "user", content: "What is the weather in Lima?" }]
+    const cached = (r: ChatCompletionRequest) => complete(policy, r, { modelName: "m", promptStates: cache, now: 0 })
+    const plain = (r: ChatCompletionRequest) => complete(policy, r, { modelName: "m", now: 0 })
+    const same = (r: ChatCompletionRequest) => {
+      const a = cached(r)
+      const b = plain(r)
+      // Call ids are random; everything else is the same.
+      const idless = (c: typeof a) => JSON.stringify(c.choices).replace(/call_[0-9a-f]+/g, "call")
+      expect(idless(a)).toBe(idless(b))
+      expect(a.usage).toEqual(b.usage)
+      return a
+    }
+
+    const one = same(request(first, 1))
+    expect([cache.hits, cache.misses]).toEqual([0, 1])
+    // The same prompt again (another rollout of the group): from the cache, nothing prefilled.
+    same(request(first, 2))
+    expect(cache.hits).toBe(1)
+    expect(cache.savedTokens).toBe(one.usage.prompt_tokens)
+    // The next turn: the first prompt, the call, its result.
+    const call = one.choices[0]!.message.tool_calls![0]!
+    const next = same(
+      request(
+        [
+          ...first,
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: call.id!, type: "function", function: call.function }]
+          },
+          { role: "tool", tool_call_id: call.id!, content: "foggy" }
+        ],
+        3
+      )
+    )
+    expect(cache.hits).toBe(2)
+    expect(cache.savedTokens).toBe(2 * one.usage.prompt_tokens)
+    expect(next.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens)
+    // A prompt that shares only the tools block with the others: no entry is a prefix of it.
+    same(request([{ role: "user", content: "What is the weather in Oslo?" }], 4))
+    expect([cache.hits, cache.misses]).toEqual([2, 2])
+  })
+
+  it("keeps at most its bound of prompt tokens, dropping the least recently used", () => {
+    const cache = new PrefixCache(300)
+    const ask = (content: string) =>
+      complete(
+        policy,
+        { messages: [{ role: "user", content }], max_completion_tokens: 1, seed: 0 },
+        { modelName: "m", promptStates: cache }
+      )
+    const a = ask("a".repeat(100))
+    ask("b".repeat(100))
+    ask("a".repeat(100)) // a is used again: b is now the oldest
+    ask("c".repeat(100))
+    expect(cache.tokens).toBeLessThanOrEqual(300)
+    expect(cache.tokens).toBe(2 * a.usage.prompt_tokens)
+    const hits = cache.hits
+    ask("a".repeat(100))
+    expect(cache.hits).toBe(hits + 1)
+    ask("b".repeat(100))
+    expect(cache.hits).toBe(hits + 1)
+    // A prompt longer than the whole bound is prefilled and not kept.
+    ask("d".repeat(400))
+    expect(cache.tokens).toBeLessThanOrEqual(300)
+  })
+})
