@@ -265,7 +265,7 @@ describe("JSON schema constraint", () => {
     for (const [schema, keyword] of [
       [{ type: "string", pattern: "^a" }, "pattern"],
       [{ type: "string", format: "date-time" }, "format"],
-      [{ type: "integer", minimum: 3 }, "minimum"],
+      [{ type: "integer", multipleOf: 3 }, "multipleOf"],
       [{ oneOf: [{ type: "string" }] }, "oneOf"]
     ] as const) {
       expect(() => compileJsonSchema(schema)).toThrow(new RegExp(`"${keyword}".*not supported`))

@@ -1,7 +1,8 @@
 /**
  * Tool calls on the embedded backend through the `openai` SDK, used unchanged (issue 12): every `tool_choice`,
  * `n > 1`, `parallel_tool_calls: false`, a streamed answer assembled by the SDK's own stream helper into the
- * same calls, a second turn with the tool results, and the 400s the SDK surfaces as `BadRequestError`. The
+ * same calls, a second turn with the tool results, the JSON Schemas zod 4 writes (numeric bounds included),
+ * and the 400s the SDK surfaces as `BadRequestError`. The
  * model is the fresh base model, so what it calls is chance; what is checked is that every call it makes is
  * one of the tools with arguments that fit the tool's schema.
  */
@@ -9,8 +10,10 @@ import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import type { ChatCompletionTool } from "openai/resources/chat/completions"
+import { z } from "zod"
 import type { JsonValue } from "../../src/api/Json.js"
 import * as LocalBackend from "../../src/LocalBackend.js"
+import { LONG_CONTEXT_MODEL } from "../../src/local/server/internal/baseModels.js"
 import { BASE_MODEL } from "../../src/local/server/internal/inference.js"
 import { API_KEY } from "../support/clients.js"
 import { validates } from "../support/schemas.js"
@@ -157,6 +160,36 @@ describe("tool calls through the openai SDK", () => {
         )
         expect(second.choices[0]?.message.role).toBe("assistant")
         expect(second.usage!.prompt_tokens).toBeGreaterThan(first.usage!.prompt_tokens)
+      })
+    )
+
+    it.effect("zod 4's JSON Schemas, with the bounds it writes (the safe-integer range of .int()), are served", () =>
+      Effect.gen(function* () {
+        const client = yield* sdk
+        // What z.toJSONSchema writes: the engine refused its minimum and maximum before (issue 12).
+        const parameters = z.toJSONSchema(
+          z.object({ n: z.number().int(), p: z.number().min(0).max(1), k: z.number().int().positive().lt(100) })
+        ) as Record<string, unknown>
+        expect(JSON.stringify(parameters)).toContain('"minimum":-9007199254740991')
+        const completion = yield* run(() =>
+          client.chat.completions.create({
+            ...ask,
+            model: LONG_CONTEXT_MODEL,
+            tools: [{ type: "function", function: { name: "rate", parameters } }],
+            tool_choice: "required",
+            n: 4,
+            seed: 7
+          })
+        )
+        for (const choice of completion.choices) {
+          const calls = choice.message.tool_calls ?? []
+          expect(calls.length).toBeGreaterThan(0)
+          for (const call of calls) {
+            if (call.type !== "function") throw new Error(`unexpected call type ${call.type}`)
+            const args: unknown = JSON.parse(call.function.arguments)
+            expect(validates(parameters as JsonValue, args), call.function.arguments).toBe(true)
+          }
+        }
       })
     )
 

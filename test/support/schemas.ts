@@ -32,9 +32,9 @@ export const validates = (schema: JsonValue, value: unknown, root: JsonValue = s
           [...value].length <= ((s.maxLength as number) ?? Number.POSITIVE_INFINITY)
         )
       case "number":
-        return typeof value === "number" && Number.isFinite(value)
+        return typeof value === "number" && Number.isFinite(value) && withinBounds(s, value)
       case "integer":
-        return typeof value === "number" && Number.isSafeInteger(value)
+        return typeof value === "number" && Number.isSafeInteger(value) && withinBounds(s, value)
       case "boolean":
         return typeof value === "boolean"
       case "null":
@@ -62,6 +62,16 @@ export const validates = (schema: JsonValue, value: unknown, root: JsonValue = s
   return types.length === 0 ? true : types.some(typeOk)
 }
 
+/** Whether a number is within a schema's `minimum`, `maximum`, `exclusiveMinimum` and `exclusiveMaximum`. */
+const withinBounds = (s: { readonly [key: string]: JsonValue }, value: number): boolean => {
+  const { minimum, maximum, exclusiveMinimum: exMin, exclusiveMaximum: exMax } = s
+  if (typeof minimum === "number" && (exMin === true ? value <= minimum : value < minimum)) return false
+  if (typeof maximum === "number" && (exMax === true ? value >= maximum : value > maximum)) return false
+  if (typeof exMin === "number" && value <= exMin) return false
+  if (typeof exMax === "number" && value >= exMax) return false
+  return true
+}
+
 /** Whether every number inside a JSON value is finite. */
 export const finiteNumbers = (value: unknown): boolean =>
   typeof value === "number"
@@ -86,9 +96,16 @@ export const randomSchema = (rng: Rng, depth = 2): { [key: string]: JsonValue } 
       return schema
     }
     case 1:
-      return { type: "number" }
-    case 2:
-      return { type: "integer" }
+    case 2: {
+      const schema: { [key: string]: JsonValue } = { type: rng.int(2) === 0 ? "number" : "integer" }
+      // Bounds half the time: zod 4's safe-integer range, or small ones, inclusive or exclusive.
+      if (rng.int(2) === 0) {
+        const low = pick(rng, [-9007199254740991, -20, -1.5, 0, 3])
+        schema[pick(rng, ["minimum", "exclusiveMinimum"])] = low
+        if (rng.int(2) === 0) schema[pick(rng, ["maximum", "exclusiveMaximum"])] = Math.max(low, 0) + 2 + rng.int(40)
+      }
+      return schema
+    }
     case 3:
       return { type: "boolean" }
     case 4:

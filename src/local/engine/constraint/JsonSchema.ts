@@ -5,11 +5,12 @@
  * Supported: `type` (`object`, `string`, `number`, `integer`, `boolean`, `null`, or a list of them),
  * `properties` and `required` (properties are written in the order the schema lists them, each optional one
  * may be left out; no other property is written, which every schema allows), `items`, `minItems`,
- * `maxItems`, `minLength`, `maxLength`, `enum`, `const`, `anyOf`, `allOf` with one member, local `$ref`
+ * `maxItems`, `minLength`, `maxLength`, `minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (on
+ * `number` and `integer`, see `NumberRange`), `enum`, `const`, `anyOf`, `allOf` with one member, local `$ref`
  * (`#/$defs/…`, `#/definitions/…`, not recursive), and `true`/`{}` for any value. Annotations (`title`,
  * `description`, `default`, `examples`, `$schema`, `$id`, `$comment`, `deprecated`, `readOnly`,
  * `writeOnly`, `additionalProperties`, `$defs`, `definitions`) are accepted. Any other keyword (`pattern`,
- * `format`, `minimum`, `oneOf`, …) is a `SchemaError` naming it: it is refused rather than ignored.
+ * `format`, `multipleOf`, `oneOf`, …) is a `SchemaError` naming it: it is refused rather than ignored.
  *
  * "Any JSON value" is bounded in depth (`ANY_DEPTH` levels of nesting) so that it stays a regular language.
  * Numbers are bounded in digits (`MAX_INTEGER_DIGITS`, `MAX_FRACTION_DIGITS`, `MAX_EXPONENT_DIGITS`), as the
@@ -20,6 +21,7 @@
  */
 import type { JsonValue } from "../../../api/Json.js"
 import { alt, empty, list, literal, type Node, negateRanges, optional, repeat, seq, set } from "./Automaton.js"
+import { boundedNumber, boundsOf } from "./NumberRange.js"
 
 /** A schema outside the supported subset (`unsupported`), or malformed. */
 export class SchemaError extends Error {
@@ -62,7 +64,11 @@ const SUPPORTED = new Set([
   "const",
   "anyOf",
   "allOf",
-  "$ref"
+  "$ref",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum"
 ])
 
 const HEX = [0x30, 0x39, 0x41, 0x46, 0x61, 0x66]
@@ -180,7 +186,9 @@ class Compiler {
     if (type === undefined) {
       if (schema.properties !== undefined || schema.required !== undefined) types = ["object"]
       else if (schema.items !== undefined) types = ["array"]
-      else return anyValue(ANY_DEPTH)
+      else if (boundsOf(schema, where, (message) => new SchemaError(message)) !== undefined) {
+        throw new SchemaError(`${where}: minimum and maximum are supported with a type (number or integer) only`)
+      } else return anyValue(ANY_DEPTH)
     } else if (typeof type === "string") types = [type]
     else if (Array.isArray(type) && type.length > 0 && type.every((t) => typeof t === "string"))
       types = type as ReadonlyArray<string>
@@ -213,9 +221,11 @@ class Compiler {
           count(schema, "maxLength", where) ?? Number.POSITIVE_INFINITY
         )
       case "number":
-        return NUMBER
-      case "integer":
-        return INTEGER
+      case "integer": {
+        const bounds = boundsOf(schema, where, (message) => new SchemaError(message))
+        if (bounds === undefined) return type === "integer" ? INTEGER : NUMBER
+        return boundedNumber(bounds, type === "integer", MAX_INTEGER_DIGITS, where, (m) => new SchemaError(m))
+      }
       case "boolean":
         return BOOLEAN
       case "null":
