@@ -10,14 +10,35 @@
  *
  * `test/support/setup.ts` undoes, before each file, what `@effect/vitest`'s `layer` leaves on the shared `it`.
  */
+import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
+
+const source = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
+/** Each subpath export of the package (`effect-rl/RolloutModel`), by its source (`src/workflow/RolloutModel.ts`). */
+const subpaths = Object.entries(
+  (JSON.parse(readFileSync(source("./package.json"), "utf8")) as { exports: Record<string, unknown> }).exports
+).flatMap(([key, target]) =>
+  key.startsWith("./") && typeof target === "object" && target !== null && "default" in target
+    ? [
+        {
+          find: `effect-rl/${key.slice(2)}`,
+          replacement: source(
+            String(target.default)
+              .replace(/^\.\/dist\//, "./src/")
+              .replace(/\.js$/, ".ts")
+          )
+        }
+      ]
+    : []
+)
 
 const ISOLATED = ["test/server/weave-*.test.ts", "test/server/trace-otel.test.ts", "test/workflow/Tracing.test.ts"]
 
 export default defineConfig({
   // Examples import the package by name, as users do; in tests that name is the sources, not a stale dist/.
-  resolve: { alias: { "effect-rl": fileURLToPath(new URL("./src/index.ts", import.meta.url)) } },
+  resolve: { alias: [...subpaths, { find: /^effect-rl$/, replacement: source("./src/index.ts") }] },
   test: {
     testTimeout: 30_000,
     setupFiles: ["test/support/setup.ts"],

@@ -8,6 +8,7 @@ import { example as judged } from "./judged.js"
 import { example as minimal } from "./minimal.js"
 import { example as sftThenRl } from "./sft-then-rl.js"
 import { example as tictactoe } from "./tictactoe.js"
+import { example as tools } from "./tools.js"
 
 /** The examples by name. */
 export const examples: Readonly<Record<string, Example.Example>> = {
@@ -15,5 +16,6 @@ export const examples: Readonly<Record<string, Example.Example>> = {
   minimal,
   arithmetic,
   judged,
-  "sft-then-rl": sftThenRl
+  "sft-then-rl": sftThenRl,
+  tools
 }

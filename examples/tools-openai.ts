@@ -1,0 +1,98 @@
+/**
+ * Example: the tool agent of `tools.ts` (call the right tool for the right city, answer with its result),
+ * written as plain Promise-based code with the `openai` SDK and trained unchanged: `RolloutOpenAI.client()`
+ * is an `OpenAI` instance whose chat completions are the rollout's, recorded in its trajectory. The same
+ * world, question and reward as `tools.ts`.
+ *
+ * Needs `openai` (`npm install openai`, an optional peer dependency of effect-rl).
+ *
+ * Run: `npx tsx examples/tools-openai.ts [--steps n]`.
+ */
+import { Effect } from "effect"
+import { Example, Policy, TrainingLoop } from "effect-rl"
+import * as RolloutOpenAI from "effect-rl/RolloutOpenAI"
+import type OpenAI from "openai"
+import { ANSWERS, CITIES, type Played, question, reward, type Scenario, scenarios } from "./tools.js"
+
+const city = {
+  type: "object",
+  properties: { city: { type: "string", enum: [...CITIES] } },
+  required: ["city"],
+  additionalProperties: false
+}
+const tools: Array<OpenAI.ChatCompletionTool> = [
+  { type: "function", function: { name: "weather", description: "Weather in a city", parameters: city } },
+  { type: "function", function: { name: "clock", description: "Time in a city", parameters: city } }
+]
+
+/** The agent, as Promise-based code: call a tool, send its result, answer as constrained JSON. */
+export const agent = async (openai: OpenAI, scenario: Scenario): Promise<Played> => {
+  const messages: Array<OpenAI.ChatCompletionMessageParam> = [{ role: "user", content: question(scenario) }]
+  const first = await openai.chat.completions.create({
+    model: "policy", // the rollout's policy answers, whatever the name
+    messages,
+    tools,
+    tool_choice: "required",
+    max_completion_tokens: 80
+  })
+  const message = first.choices[0]!.message
+  messages.push(message)
+  for (const call of message.tool_calls ?? []) {
+    if (call.type !== "function") continue
+    const where = (JSON.parse(call.function.arguments) as { city: Scenario["city"] }).city
+    const result = call.function.name === "weather" ? scenario.weather[where] : scenario.time[where]
+    messages.push({ role: "tool", tool_call_id: call.id, content: result })
+  }
+  const second = await openai.chat.completions.create({
+    model: "policy",
+    messages,
+    tools,
+    tool_choice: "none",
+    max_completion_tokens: 40,
+    response_format: {
+      type: "json_schema",
+      json_schema: {
+        name: "answer",
+        strict: true,
+        schema: { type: "object", properties: { answer: { enum: [...ANSWERS] } }, required: ["answer"] }
+      }
+    }
+  })
+  const call = message.tool_calls?.[0]
+  return {
+    tool: call?.type === "function" ? call.function.name : undefined,
+    city: call?.type === "function" ? (JSON.parse(call.function.arguments) as { city: string }).city : undefined,
+    answer: (JSON.parse(second.choices[0]!.message.content ?? "{}") as { answer?: string }).answer ?? null
+  }
+}
+
+/** One rollout: the agent, given the rollout's recorded client. */
+export const play = (scenario: Scenario) =>
+  Effect.flatMap(RolloutOpenAI.client(), (openai) => Effect.tryPromise(() => agent(openai, scenario)))
+
+/** The example: as `tools.ts`, with the agent written with the openai SDK. */
+export const example: Example.Example = {
+  name: "tools-openai",
+  description: "The tool agent of `tools`, written with the openai SDK and trained unchanged.",
+  train: (options) =>
+    Effect.gen(function* () {
+      const policy = yield* Policy.trainable({
+        project: "examples",
+        name: Example.modelNameOf("tools-openai", options),
+        base_model: Example.baseModelOf(options, "effect-rl/tiny-2k")
+      })
+      const steps = options.steps ?? 8
+      const summary = yield* TrainingLoop.run({
+        policy,
+        scenarios: scenarios(64, 1),
+        rollout: play,
+        reward,
+        groupsPerStep: 8,
+        rolloutsPerGroup: 8,
+        steps
+      })
+      return { summary, policy }
+    })
+}
+
+Example.main(example, import.meta.url)
