@@ -6,10 +6,10 @@
  * 1. Load the model's latest checkpoint (weights, and Adam state when it holds one; a fresh state otherwise).
  * 2. Decode the stored request (`CreateTrainingJob` or `CreateSftTrainingJob`); for SFT read and decode the
  *    JSONL at `training_data_url`.
- * 3. Append `training_started` with `num_sequences`, the number of gradient steps the job will take
- *    (computed before training from the same batching the trainer uses; 0 for an RL job with no trainable
- *    group), then train, appending one `gradient_step` per step with its metrics (see `workerTraining` for
- *    how training shares the event loop).
+ * 3. Train on the training thread (`trainingThread.ts`, off the event loop): it reports
+ *    `training_started` with `num_sequences`, the number of gradient steps the job will take (computed before
+ *    training from the same batching the trainer uses; 0 for an RL job with no trainable group), then one
+ *    `gradient_step` per step with its metrics, each appended as it comes, and the new weights.
  * 4. `Jobs.succeed`: the new checkpoint (weights with the Adam state, step = the loaded step + 1, the
  *    steps' mean metrics), the job's status and `training_ended`, in one transaction.
  *
@@ -17,8 +17,9 @@
  * with `Jobs.fail` and its message; the worker goes on with the next job.
  *
  * ## Interruption
- * When the worker's scope closes (server shutdown) the running job is interrupted at its next yield point
- * (between SFT steps, or around an RL job's training) and failed with `INTERRUPTED_MESSAGE`. The final
+ * When the worker's scope closes (server shutdown) the running job is interrupted (cancelled on the training
+ * thread: an SFT job stops before its next step, an RL job's result is thrown away) and failed with
+ * `INTERRUPTED_MESSAGE`. The final
  * `Jobs.succeed` is uninterruptible and transactional: a job is either succeeded with its checkpoint or
  * failed, never half-written. A crash is handled by the store's `recover` at the next start.
  *
@@ -30,14 +31,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
-import { type AdamState, makeAdamState } from "../../engine/Optimizer.js"
-import { loadCheckpoint, type Policy, saveCheckpoint } from "../../engine/Policy.js"
 import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { JobEvents } from "../../store/JobEvents.js"
 import { type Claimed, INTERRUPTED_MESSAGE, type JobRecord, Jobs } from "../../store/Jobs.js"
+import * as TrainingThread from "./trainingThread.js"
 import { JobFailure, type ReadTrainingData, readTrainingData } from "./workerData.js"
-import { decodeRequest, type Emitter, type Trained, trainRlJob, trainSftJob } from "./workerTraining.js"
+import { decodeRequest, type Emitter } from "./workerTraining.js"
 
 /** Options of {@link make} and {@link layer}. */
 export interface Options {
@@ -64,10 +64,9 @@ export interface Service {
 /** The job worker service. */
 export class Worker extends Context.Tag("effect-rl/local/server/Worker")<Worker, Service>() {}
 
-/** The model state a job trains from. */
+/** The checkpoint a job trains from. */
 interface Base {
-  readonly policy: Policy
-  readonly optimizer: AdamState
+  readonly weights: Uint8Array
   readonly step: number
 }
 
@@ -107,14 +106,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
           return yield* new JobFailure({ message: `model ${modelId} has no checkpoint to train from` })
         }
         const step = latest.value.step
-        const bytes = yield* checkpoints.weights(modelId, step)
-        const loaded = yield* Effect.try({
-          try: () => loadCheckpoint(bytes),
-          catch: (error) =>
-            new JobFailure({ message: `cannot load the checkpoint of step ${step}: ${messageOf(error)}` })
-        })
-        const optimizer = loaded.optimizer ?? makeAdamState(loaded.policy.parameterCount, {}, loaded.policy.float64)
-        return { policy: loaded.policy, optimizer, step } satisfies Base
+        return { weights: yield* checkpoints.weights(modelId, step), step } satisfies Base
       })
 
     const emitter = (jobId: string) =>
@@ -124,30 +116,36 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
         step: (metrics) => Effect.asVoid(events.append(jobId, "gradient_step", metrics))
       }) satisfies Emitter<unknown, never>
 
-    const train = (claimed: Claimed, base: Base) => {
-      const emit = emitter(claimed.job.id)
-      if (claimed.job.kind === "rl") {
-        return Effect.flatMap(decodeRequest(CreateTrainingJob, claimed.request), (request) =>
-          trainRlJob(base.policy, base.optimizer, request, emit, { learningRateScale: options.learningRateScale })
-        )
-      }
-      return Effect.gen(function* () {
-        const request = yield* decodeRequest(CreateSftTrainingJob, claimed.request)
-        const data = yield* read(request.training_data_url)
-        return yield* trainSftJob(base.policy, base.optimizer, request, data, emit)
-      })
-    }
+    /** The job the training thread runs: the checkpoint, the request and (SFT) the data. */
+    const jobOf = (claimed: Claimed, base: Base): Effect.Effect<TrainingThread.JobMessage, JobFailure> =>
+      claimed.job.kind === "rl"
+        ? Effect.map(decodeRequest(CreateTrainingJob, claimed.request), (request) => ({
+            kind: "rl" as const,
+            weights: base.weights,
+            step: base.step,
+            request,
+            learningRateScale: options.learningRateScale
+          }))
+        : Effect.gen(function* () {
+            const request = yield* decodeRequest(CreateSftTrainingJob, claimed.request)
+            const data = yield* read(request.training_data_url)
+            return { kind: "sft" as const, weights: base.weights, step: base.step, request, data }
+          })
 
     const execute = (claimed: Claimed) =>
       Effect.gen(function* () {
         const base = yield* loadBase(claimed.job.model_id)
-        const trained: Trained = yield* train(claimed, base)
-        const weights = saveCheckpoint(base.policy, base.optimizer)
-        const result = { weights, metrics: trained.metrics, step: base.step + 1 }
+        const emit = emitter(claimed.job.id)
+        const report = yield* TrainingThread.run(yield* jobOf(claimed, base), (report) =>
+          report.type === "started" ? emit.started(report.numSequences) : emit.step(report.metrics)
+        )
+        if (report.type === "failed") return yield* new JobFailure({ message: report.message })
+        const leftOut = new Map(report.leftOut)
+        const result = { weights: report.weights, metrics: report.metrics, step: base.step + 1 }
         const job = (yield* Effect.uninterruptible(jobs.succeed(claimed.job.id, result))).job
         // Quiet unless the events had to leave values out (the trainer's own progress says the rest).
-        const line = endedLine(claimed.job.id, claimed.job.kind, result.step, trained.leftOut)
-        yield* trained.leftOut.size > 0 ? Effect.logWarning(line) : Effect.logDebug(line)
+        const line = endedLine(claimed.job.id, claimed.job.kind, result.step, leftOut)
+        yield* leftOut.size > 0 ? Effect.logWarning(line) : Effect.logDebug(line)
         return job
       })
 

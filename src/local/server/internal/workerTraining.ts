@@ -2,14 +2,11 @@
  * The engine side of the job worker: running one RL or SFT job's training on a loaded policy, with the
  * events it emits. Pure of the store except for the `emit` callback it is given.
  *
- * ## Gradient steps and the event loop
- * Training is CPU-bound and synchronous. An SFT job is cut into its batches here (the same cut `trainSft`
- * makes) and trained one step at a time, yielding to the event loop (a macrotask) between steps, so the
- * server answers other requests during a long SFT job and an interruption lands between steps. An RL job is
- * one `trainRl` call, since its advantages and token weights are computed over the whole job: it yields
- * before and after, not within. A typical RL job (a few groups of short rollouts) is one gradient step, so
- * this costs nothing there; a very large RL job holds the event loop for its whole training (a
- * `worker_threads` offload would lift that).
+ * ## Gradient steps
+ * Training is CPU-bound and synchronous; the server runs it on its training thread (`trainingThread.ts`), off
+ * the event loop. An SFT job is cut into its batches here (the same cut `trainSft` makes) and trained one
+ * step at a time, yielding between steps, so that a cancellation lands between steps. An RL job is one
+ * `trainRl` call, since its advantages and token weights are computed over the whole job.
  *
  * @since 0.1.0
  */

@@ -1,0 +1,204 @@
+/**
+ * The training thread of the local backend: a `worker_threads` worker that runs jobs' training (CPU-bound,
+ * synchronous engine code) off the server's event loop, so that the server samples and answers requests while
+ * a job trains (on two cores, really at the same time).
+ *
+ * The job worker (`worker.ts`) sends a job: the checkpoint's bytes, the decoded request and, for SFT, the
+ * training data's text. The thread loads the checkpoint, trains (`workerTraining.ts`), and posts back what
+ * happens, in order: `started` (the number of gradient steps), one `step` per gradient step (its metrics),
+ * then `done` (the new checkpoint's bytes, transferred, and the metrics) or `failed` (the message). The
+ * worker appends the events to the store as they come.
+ *
+ * One thread per process, started on first use and kept (it does not hold the process open): starting one
+ * costs a few hundred milliseconds (more from the TypeScript sources), and servers in one process (tests)
+ * share it. It runs jobs one after another, in the order they were sent. A job given up by its caller
+ * (interrupted) is cancelled: an SFT job stops before its next step, an RL job (one gradient computation)
+ * finishes and is thrown away. If the thread dies, the jobs it held fail and the next job starts a new one.
+ *
+ * This module is both the thread's entry point and the main thread's side ({@link run}).
+ *
+ * @since 0.1.0
+ */
+import { isMainThread, parentPort, Worker } from "node:worker_threads"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Queue from "effect/Queue"
+import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
+import { makeAdamState } from "../../engine/Optimizer.js"
+import { loadCheckpoint, saveCheckpoint } from "../../engine/Policy.js"
+import type { Emitter, StepMetrics } from "./workerTraining.js"
+import { trainRlJob, trainSftJob } from "./workerTraining.js"
+
+/** A job for the thread. */
+export type JobMessage =
+  | {
+      readonly kind: "rl"
+      readonly weights: Uint8Array
+      readonly step: number
+      readonly request: CreateTrainingJob
+      readonly learningRateScale: number | undefined
+    }
+  | {
+      readonly kind: "sft"
+      readonly weights: Uint8Array
+      readonly step: number
+      readonly request: CreateSftTrainingJob
+      readonly data: string
+    }
+
+/** What the thread reports about a job, in order. */
+export type Report =
+  | { readonly type: "started"; readonly numSequences: number }
+  | { readonly type: "step"; readonly metrics: StepMetrics }
+  | {
+      readonly type: "done"
+      readonly weights: Uint8Array
+      readonly metrics: StepMetrics
+      readonly leftOut: ReadonlyArray<readonly [string, number]>
+    }
+  | { readonly type: "failed"; readonly message: string }
+
+/** A report during the job. */
+export type Progress = Extract<Report, { type: "started" | "step" }>
+/** The last report of a job. */
+export type Outcome = Extract<Report, { type: "done" | "failed" }>
+
+type ToThread =
+  | { readonly type: "job"; readonly id: number; readonly job: JobMessage }
+  | { readonly type: "cancel"; readonly id: number }
+type FromThread = { readonly id: number; readonly report: Report }
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+const CANCELLED = "cancelled"
+
+/** Runs one job in this thread, posting its reports; `cancelled` is asked before each report. */
+const runJob = (job: JobMessage, post: (report: Report) => void, cancelled: () => boolean): Promise<void> => {
+  const report = (message: Report) =>
+    cancelled() ? Effect.fail({ message: CANCELLED }) : Effect.sync(() => post(message))
+  const emit: Emitter<{ readonly message: string }, never> = {
+    started: (numSequences) => report({ type: "started", numSequences }),
+    step: (metrics) => report({ type: "step", metrics })
+  }
+  const program = Effect.gen(function* () {
+    const loaded = yield* Effect.try({
+      try: () => loadCheckpoint(job.weights),
+      catch: (error) => ({ message: `cannot load the checkpoint of step ${job.step}: ${messageOf(error)}` })
+    })
+    const optimizer = loaded.optimizer ?? makeAdamState(loaded.policy.parameterCount, {}, loaded.policy.float64)
+    const trained =
+      job.kind === "rl"
+        ? yield* trainRlJob(loaded.policy, optimizer, job.request, emit, { learningRateScale: job.learningRateScale })
+        : yield* trainSftJob(loaded.policy, optimizer, job.request, job.data, emit)
+    return { weights: saveCheckpoint(loaded.policy, optimizer), trained }
+  })
+  return Effect.runPromise(
+    program.pipe(
+      Effect.match({
+        onFailure: (error) => post({ type: "failed", message: error.message }),
+        onSuccess: ({ weights, trained }) =>
+          post({ type: "done", weights, metrics: trained.metrics, leftOut: [...trained.leftOut] })
+      }),
+      Effect.catchAllDefect((defect) => Effect.sync(() => post({ type: "failed", message: messageOf(defect) })))
+    )
+  )
+}
+
+// The thread's side: run the jobs posted to it one after another; a cancel marks one to stop.
+if (!isMainThread && parentPort !== null) {
+  const port = parentPort
+  const cancelled = new Set<number>()
+  let queue = Promise.resolve()
+  port.on("message", (message: ToThread) => {
+    if (message.type === "cancel") {
+      cancelled.add(message.id)
+      return
+    }
+    const { id, job } = message
+    queue = queue.then(() =>
+      cancelled.delete(id)
+        ? undefined
+        : runJob(
+            job,
+            (report) => {
+              const out: FromThread = { id, report }
+              if (report.type === "done") port.postMessage(out, [report.weights.buffer as ArrayBuffer])
+              else port.postMessage(out)
+            },
+            () => cancelled.has(id)
+          ).finally(() => cancelled.delete(id))
+    )
+  })
+}
+
+/**
+ * Starts the thread on this module: the compiled `.js` as it is; the `.ts` source (tests, `tsx`) through
+ * tsx's loader, registered in the thread before the module is imported (a worker does not inherit the
+ * loaders of its parent).
+ */
+const startThread = (): Worker => {
+  const self = new URL(import.meta.url)
+  if (!self.pathname.endsWith(".ts")) return new Worker(self)
+  const boot = `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(self.href)}) })`
+  return new Worker(boot, { eval: true })
+}
+
+/** The main thread's side: the thread (when started), and the report queues of the jobs it holds. */
+const state = {
+  worker: undefined as Worker | undefined,
+  nextId: 1,
+  pending: new Map<number, Queue.Queue<Report>>()
+}
+
+const thread = (): Worker => {
+  if (state.worker !== undefined) return state.worker
+  const worker = startThread()
+  worker.unref()
+  const failAll = (message: string) => {
+    if (state.worker === worker) state.worker = undefined
+    for (const queue of state.pending.values()) Queue.unsafeOffer(queue, { type: "failed", message })
+    state.pending.clear()
+  }
+  worker.on("message", ({ id, report }: FromThread) => {
+    const queue = state.pending.get(id)
+    if (queue !== undefined) Queue.unsafeOffer(queue, report)
+  })
+  worker.on("error", (error) => failAll(`the training thread failed: ${messageOf(error)}`))
+  worker.on("exit", (code) => failAll(`the training thread exited with code ${code}`))
+  state.worker = worker
+  return worker
+}
+
+/**
+ * Runs a job in the training thread: `onProgress` is run for each `started` and `step` report, in order, as
+ * they come; the job's last report (`done` or `failed`) is the result. If the job ends any other way
+ * (interrupted, or `onProgress` failed), it is cancelled in the thread.
+ */
+export const run = <E, R>(
+  job: JobMessage,
+  onProgress: (report: Progress) => Effect.Effect<void, E, R>
+): Effect.Effect<Outcome, E, R> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const queue = yield* Queue.unbounded<Report>()
+      const id = state.nextId++
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          const worker = thread()
+          state.pending.set(id, queue)
+          worker.postMessage({ type: "job", id, job } satisfies ToThread)
+          return worker
+        }),
+        (worker, exit) =>
+          Effect.sync(() => {
+            state.pending.delete(id)
+            if (Exit.isFailure(exit)) worker.postMessage({ type: "cancel", id } satisfies ToThread)
+          })
+      )
+      while (true) {
+        const report = yield* Queue.take(queue)
+        if (report.type === "done" || report.type === "failed") return report
+        yield* onProgress(report)
+      }
+    })
+  )

@@ -1,0 +1,68 @@
+/**
+ * Training runs on the training thread, off the server's event loop: while a large RL job trains (one
+ * gradient computation of several seconds, which used to hold the event loop for all of it), the server goes
+ * on answering `/v1/health` and sampling chat completions.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { Backend, send } from "./support.js"
+
+const base = "effect-rl/tiny"
+
+describe("the training thread", () => {
+  it.layer(Backend, { timeout: 120_000 })((it) => {
+    it.effect("while a large RL job trains, /v1/health and chat completions are answered", () =>
+      Effect.gen(function* () {
+        const model = (yield* send("POST", "/v1/preview/models", { project: "thread", name: "big", base_model: base }))
+          .json as { id: string; entity: string }
+        // 64 real choices of 200 tokens each, in 8 groups with rewards that differ: a job of some seconds.
+        const sampled = (yield* send("POST", "/v1/chat/completions", {
+          model: base,
+          messages: [{ role: "user", content: "go" }],
+          n: 64,
+          max_tokens: 200,
+          ignore_eos: true,
+          logprobs: true,
+          seed: 1
+        })).json as { choices: ReadonlyArray<unknown> }
+        expect(sampled.choices).toHaveLength(64)
+        const groups = Array.from({ length: 8 }, (_, g) => ({
+          trajectories: Array.from({ length: 8 }, (_, i) => ({
+            messages_and_choices: [{ role: "user", content: "go" }, sampled.choices[g * 8 + i]],
+            reward: i % 2
+          }))
+        }))
+        const job = (yield* send("POST", "/v1/preview/training-jobs", {
+          model_id: model.id,
+          trajectory_groups: groups
+        })).json as { id: string }
+
+        // Probe while the job is queued or running: every probe's time, and whether the job was running.
+        const probes: Array<{ readonly ms: number; readonly running: boolean }> = []
+        let status = "queued"
+        while (status === "queued" || status === "running") {
+          const t0 = performance.now()
+          const health = yield* send("GET", "/v1/health")
+          const ms = performance.now() - t0
+          expect(health.status).toBe(200)
+          status = ((yield* send("GET", `/v1/preview/training-jobs/${job.id}`)).json as { status: string }).status
+          probes.push({ ms, running: status === "running" })
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        }
+        expect(status).toBe("succeeded")
+        const during = probes.filter((p) => p.running)
+        // The job trained for a while, and the server answered all along (before, one probe waited for the
+        // whole gradient computation).
+        expect(during.length).toBeGreaterThanOrEqual(5)
+        expect(Math.max(...during.map((p) => p.ms))).toBeLessThan(1000)
+        // Sampling too goes on while it trains.
+        const completion = yield* send("POST", "/v1/chat/completions", {
+          model: base,
+          messages: [{ role: "user", content: "x" }],
+          max_tokens: 4
+        })
+        expect(completion.status).toBe(200)
+      })
+    )
+  })
+})
