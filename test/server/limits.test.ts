@@ -82,6 +82,18 @@ describe("bounds on a request's work", () => {
 const large = { messages: hi, n: 40, max_tokens: 200, ignore_eos: true }
 const probe = { messages: hi, max_tokens: 1 }
 
+/**
+ * Sends the large completion, again while it is refused with a 429 (as the clients do): a probe of the test
+ * may hold a reservation when it arrives.
+ */
+const sendLarge = (path: string) =>
+  Effect.gen(function* () {
+    for (;;) {
+      const reply = yield* send("POST", path, large)
+      if (reply.status !== 429) return reply
+    }
+  })
+
 /** Sends the probe until it is refused with a 429 (the large completion admitted), answering that reply. */
 const untilBusy = (path: string, body: unknown) =>
   Effect.gen(function* () {
@@ -98,7 +110,7 @@ describe("bounds on the work queued", () => {
     (it) => {
       it.effect("while a large completion decodes, /v1/health answers and a completion over the bound is a 429", () =>
         Effect.gen(function* () {
-          const running = yield* Effect.fork(send("POST", "/v1/chat/completions", large))
+          const running = yield* Effect.fork(sendLarge("/v1/chat/completions"))
           const busy = yield* untilBusy("/v1/chat/completions", probe)
           expect(busy.json).toEqual({
             error: {
@@ -123,7 +135,7 @@ describe("bounds on the work queued", () => {
 
       it.effect("the 429 carries retry-after; the trace surface's completions share the bound", () =>
         Effect.gen(function* () {
-          const running = yield* Effect.fork(send("POST", "/v1/chat/completions", large))
+          const running = yield* Effect.fork(sendLarge("/v1/chat/completions"))
           const busy = yield* untilBusy("/completions/create", {
             project_id: "me/limits",
             inputs: { ...probe, model: "effect-rl/tiny" }

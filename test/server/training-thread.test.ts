@@ -1,13 +1,17 @@
 /**
  * Training runs on the training thread, off the server's event loop: while a large RL job trains (one
  * gradient computation of several seconds, which used to hold the event loop for all of it), the server goes
- * on answering `/v1/health` and sampling chat completions.
+ * on answering `/v1/health` and sampling chat completions. And decoding takes turns on one scheduler: with 64
+ * completions in flight, a probe waits one turn of it, not one slice of each (which was most of a second).
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import { Backend, send } from "./support.js"
 
 const base = "effect-rl/tiny"
+
+const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 describe("the training thread", () => {
   it.layer(Backend, { timeout: 120_000 })((it) => {
@@ -47,7 +51,7 @@ describe("the training thread", () => {
           expect(health.status).toBe(200)
           status = ((yield* send("GET", `/v1/preview/training-jobs/${job.id}`)).json as { status: string }).status
           probes.push({ ms, running: status === "running" })
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+          yield* sleep(20)
         }
         expect(status).toBe("succeeded")
         const during = probes.filter((p) => p.running)
@@ -62,6 +66,46 @@ describe("the training thread", () => {
           max_tokens: 4
         })
         expect(completion.status).toBe(200)
+      })
+    )
+
+    it.effect("with 64 completions in flight, /v1/health waits a turn of the decoding scheduler", () =>
+      Effect.gen(function* () {
+        const ask = (seed: number) =>
+          Effect.map(
+            send("POST", "/v1/chat/completions", {
+              model: base,
+              messages: [{ role: "user", content: "go" }],
+              max_tokens: 300,
+              ignore_eos: true,
+              seed
+            }),
+            (reply) => ({ status: reply.status, end: performance.now() })
+          )
+        const inFlight = yield* Effect.fork(
+          Effect.forEach(
+            Array.from({ length: 64 }, (_, i) => i),
+            ask,
+            { concurrency: "unbounded" }
+          )
+        )
+        yield* sleep(200)
+        const latencies: Array<number> = []
+        for (let i = 0; i < 40; i++) {
+          const t0 = performance.now()
+          expect((yield* send("GET", "/v1/health")).status).toBe(200)
+          latencies.push(performance.now() - t0)
+          yield* sleep(10)
+        }
+        const probed = performance.now()
+        const answers = yield* Fiber.join(inFlight)
+        expect(answers.map((a) => a.status)).toEqual(Array(64).fill(200))
+        // The completions were still decoding when the probes ended (else the probes prove nothing).
+        expect(answers.filter((a) => a.end > probed).length).toBeGreaterThan(32)
+        latencies.sort((a, b) => a - b)
+        // A generous bound for a loaded test machine (bench/server.ts measures the p99); before the
+        // scheduler a probe waited for a slice of every completion, 64 x 10 ms.
+        expect(latencies.at(-1)!).toBeLessThan(250)
       })
     )
   })

@@ -76,7 +76,6 @@ import type {
   TopLogprob,
   Usage
 } from "../../api/ChatCompletion.js"
-import { yieldToEventLoop } from "../internal/eventLoop.js"
 import { renderOptionsOf, renderPrompt } from "./ChatTemplate.js"
 import { type ByteAutomaton, Matcher } from "./constraint/Automaton.js"
 import { compileConstraint, type RequestConstraint } from "./constraint/Constraint.js"
@@ -85,6 +84,7 @@ import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
 import type { PrefixCache, PromptStates } from "./PrefixCache.js"
 import { Rng } from "./Random.js"
+import { decoding, type Task } from "./Scheduler.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
 import { completeEnd, maskNext, Utf8State } from "./Utf8.js"
@@ -1043,25 +1043,25 @@ export const completeStream = <S extends DecodeState>(
   options: CompleteOptions
 ): Generator<ChatCompletionChunk> => prepare(model, request, options).stream()
 
-/** How long decoding runs before it gives the event loop a turn, in milliseconds. */
-const SLICE_MS = 10
-
 /**
- * Decoding rounds run as an effect that gives the event loop a turn (a macrotask) at least every 10 ms, so
- * that other requests (`/v1/health` among them) are answered while a large completion decodes, and an
- * interrupted fiber (a client gone) stops decoding. A throw while decoding is a defect.
+ * Decoding rounds run as an effect on the process's decoding scheduler (`Scheduler.ts`): a round at a time,
+ * in turn with the other completions in flight, at most 10 ms of decoding per turn of the event loop, so that
+ * other requests (`/v1/health` among them) are answered however many completions decode, and an interrupted
+ * fiber (a client gone) stops decoding. A throw while decoding is a defect.
  */
-export const runRounds = <A>(rounds: Generator<void, A>): Effect.Effect<A> => {
-  const slice = (): Effect.Effect<A> => {
-    const until = performance.now() + SLICE_MS
-    for (;;) {
-      const next = rounds.next()
-      if (next.done === true) return Effect.succeed(next.value)
-      if (performance.now() >= until) return Effect.zipRight(yieldToEventLoop, Effect.suspend(slice))
+export const runRounds = <A>(rounds: Generator<void, A>): Effect.Effect<A> =>
+  Effect.async<A>((resume) => {
+    const task: Task = {
+      step: () => {
+        const next = rounds.next()
+        if (next.done === true) resume(Effect.succeed(next.value))
+        return next.done === true
+      },
+      fail: (error) => resume(Effect.die(error))
     }
-  }
-  return Effect.suspend(slice)
-}
+    decoding.add(task)
+    return Effect.sync(() => decoding.remove(task))
+  })
 
 /**
  * `complete` as an effect that decodes cooperatively (see {@link runRounds}): a refused request fails with

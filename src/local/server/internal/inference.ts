@@ -13,8 +13,9 @@
  * - A request the engine refuses: 400 `{error: {message, type: "BadRequestError", param, code: 400}}`; an
  *   unknown model (or step): 404 in that shape (`NotFoundError`); a request that would take the sampling
  *   work queued over the server's bound (`sampling.ts`): 429 (`RateLimitError`) with `retry-after`.
- * - Decoding gives the event loop a turn at least every 10 ms (`runRounds`, or a chunk at a time when
- *   streamed), so other requests are answered meanwhile.
+ * - Decoding runs on the process's decoding scheduler (`engine/Scheduler.ts`; `runRounds`, or a chunk at a
+ *   time when streamed): completions take turns, at most 10 ms of decoding per turn of the event loop, so
+ *   other requests are answered meanwhile however many completions are in flight.
  * - `GET /v1/models`: `{object: "list", data: [{id, object: "model", created, owned_by, root, parent,
  *   max_model_len}]}`: the base models (owned by `effect-rl`), then every checkpoint, `root` its base model,
  *   `owned_by` its entity, `created` its creation time.
@@ -29,7 +30,7 @@ import type { InferenceModel } from "../../../api/InferenceModel.js"
 import { EngineError, errorBody } from "../../engine/EngineError.js"
 import { loadCheckpoint, type Policy } from "../../engine/Policy.js"
 import { prepare, runRounds } from "../../engine/Sampler.js"
-import { yieldToEventLoop } from "../../internal/eventLoop.js"
+import { decoding, type Task } from "../../engine/Scheduler.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
@@ -130,20 +131,25 @@ const streamErrorEvent = (error: unknown) => {
 }
 
 /**
- * The chunks of a completion as a stream, pulled one by one, so decoding happens as the client reads. Between
- * chunks the event loop gets a turn (a macrotask): Node writes to the socket only once the microtask queue
- * drains, so without it a whole completion would leave in one write (the first token as late as the last),
- * and concurrent streams would not take turns. A throw while decoding fails the stream with what was thrown.
+ * The chunks of a completion as a stream, pulled one by one on the decoding scheduler (`Scheduler.ts`), so
+ * decoding happens as the client reads and in turn with the other completions in flight: the event loop gets a
+ * turn between chunks (Node writes to the socket only once the microtask queue drains, so without it a whole
+ * completion would leave in one write, the first token as late as the last). A throw while decoding fails the
+ * stream with what was thrown.
  */
 export const chunkStream = (chunks: Generator<ChatCompletionChunk>): Stream.Stream<ChatCompletionChunk, unknown> =>
   Stream.repeatEffectOption(
-    Effect.suspend(() => {
-      try {
-        const next = chunks.next()
-        return next.done ? Effect.fail(Option.none()) : Effect.as(yieldToEventLoop, next.value)
-      } catch (error) {
-        return Effect.fail(Option.some(error))
+    Effect.async<ChatCompletionChunk, Option.Option<unknown>>((resume) => {
+      const task: Task = {
+        step: () => {
+          const next = chunks.next()
+          resume(next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
+          return true
+        },
+        fail: (error) => resume(Effect.fail(Option.some(error)))
       }
+      decoding.add(task)
+      return Effect.sync(() => decoding.remove(task))
     })
   )
 

@@ -153,7 +153,6 @@ const state = {
 const thread = (): Worker => {
   if (state.worker !== undefined) return state.worker
   const worker = startThread()
-  worker.unref()
   const failAll = (message: string) => {
     if (state.worker === worker) state.worker = undefined
     for (const queue of state.pending.values()) Queue.unsafeOffer(queue, { type: "failed", message })
@@ -186,6 +185,8 @@ export const run = <E, R>(
         Effect.sync(() => {
           const worker = thread()
           state.pending.set(id, queue)
+          // A thread holds the process open while it has jobs, not when idle.
+          worker.ref()
           worker.postMessage({ type: "job", id, job } satisfies ToThread)
           return worker
         }),
@@ -193,6 +194,7 @@ export const run = <E, R>(
           Effect.sync(() => {
             state.pending.delete(id)
             if (Exit.isFailure(exit)) worker.postMessage({ type: "cancel", id } satisfies ToThread)
+            if (state.pending.size === 0) worker.unref()
           })
       )
       while (true) {
