@@ -88,10 +88,11 @@ describe("Sampler: response shape", () => {
     expect(response.prompt_token_ids).toBeUndefined()
   })
 
-  it("completeEffect fails with the EngineError of a refused request", () => {
-    const exit = Effect.runSyncExit(completeEffect(keyed, request({ priority: 1 }), { modelName: "m" }))
+  it("completeEffect fails with the EngineError of a refused request", async () => {
+    const exit = await Effect.runPromiseExit(completeEffect(keyed, request({ priority: 1 }), { modelName: "m" }))
     expect(Exit.isFailure(exit)).toBe(true)
-    const ok = Effect.runSync(completeEffect(keyed, request({ seed: 1, max_tokens: 2 }), { modelName: "m" }))
+    // Decoding runs on the decoding scheduler: asynchronous, even for a short completion.
+    const ok = await Effect.runPromise(completeEffect(keyed, request({ seed: 1, max_tokens: 2 }), { modelName: "m" }))
     expect(ok.choices).toHaveLength(1)
   })
 })
