@@ -237,17 +237,13 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
 
     /**
      * The headers and retry mode of a call that creates or logs: retried like a GET only under a key the
-     * backend honours; else only when provably unsent (`"unsent"`, failures of unknown outcome `Ambiguous`).
+     * backend honours (asked when a failure comes); else only when provably unsent (failures of unknown
+     * outcome `Ambiguous`).
      */
-    const write = (options: WriteOptions | undefined): Effect.Effect<WriteMode> => {
-      const key = options?.idempotencyKey
-      return key === undefined
-        ? Effect.succeed({ retry: "unsent" })
-        : Effect.map(honoursIdempotencyKeys, (honoured) => ({
-            retry: honoured ? true : "unsent",
-            headers: { "Idempotency-Key": key }
-          }))
-    }
+    const write = (options: WriteOptions | undefined): WriteMode =>
+      options?.idempotencyKey === undefined
+        ? { retry: "unsent" }
+        : { retry: { keyHonoured: honoursIdempotencyKeys }, headers: { "Idempotency-Key": options.idempotencyKey } }
 
     const listCheckpoints = (modelId: ModelId, params?: ListCheckpointsParams) =>
       calls.listCheckpoints
@@ -262,10 +258,11 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
     const service: Service = {
       createModel: (body, options) =>
         // With `return_existing` a repeat answers the same model: safe to retry anywhere.
-        (body.return_existing === true ? Effect.succeed(upsert(options)) : write(options)).pipe(
-          Effect.flatMap((mode) => calls.createModel.run(transport, { payload: body, ...mode })),
-          Effect.withSpan("TrainingClient.createModel", { attributes: { project: body.project, name: body.name } })
-        ),
+        calls.createModel
+          .run(transport, { payload: body, ...(body.return_existing === true ? upsert(options) : write(options)) })
+          .pipe(
+            Effect.withSpan("TrainingClient.createModel", { attributes: { project: body.project, name: body.name } })
+          ),
       deleteModel: (modelId) =>
         calls.deleteModel
           .run(transport, { path: { model_id: modelId }, retry: true })
@@ -288,24 +285,21 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
           .run(transport, { path: { model_id: modelId }, payload: { steps }, retry: true })
           .pipe(Effect.withSpan("TrainingClient.deleteCheckpoints", { attributes: { model_id: modelId } })),
       log: (modelId, body, options) =>
-        write(options).pipe(
-          Effect.flatMap((mode) => calls.log.run(transport, { path: { model_id: modelId }, payload: body, ...mode })),
+        calls.log.run(transport, { path: { model_id: modelId }, payload: body, ...write(options) }).pipe(
           Effect.withSpan("TrainingClient.log", {
             attributes: { model_id: modelId, split: body.split, groups: body.trajectory_groups.length }
           })
         ),
       createTrainingJob: (body, options) =>
-        write(options).pipe(
-          Effect.flatMap((mode) => calls.createTrainingJob.run(transport, { payload: body, ...mode })),
+        calls.createTrainingJob.run(transport, { payload: body, ...write(options) }).pipe(
           Effect.withSpan("TrainingClient.createTrainingJob", {
             attributes: { model_id: body.model_id, groups: body.trajectory_groups.length }
           })
         ),
       createSftTrainingJob: (body, options) =>
-        write(options).pipe(
-          Effect.flatMap((mode) => calls.createSftTrainingJob.run(transport, { payload: body, ...mode })),
-          Effect.withSpan("TrainingClient.createSftTrainingJob", { attributes: { model_id: body.model_id } })
-        ),
+        calls.createSftTrainingJob
+          .run(transport, { payload: body, ...write(options) })
+          .pipe(Effect.withSpan("TrainingClient.createSftTrainingJob", { attributes: { model_id: body.model_id } })),
       getTrainingJob: (id) =>
         calls.getTrainingJob
           .run(transport, { path: { training_job_id: id }, retry: true })

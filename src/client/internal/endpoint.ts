@@ -17,6 +17,7 @@ import {
   type RetryMode,
   readText,
   requestIdOf,
+  resolveMode,
   send,
   type Transport
 } from "./http.js"
@@ -88,7 +89,11 @@ export const endpointCall = <E extends HttpApiEndpoint.HttpApiEndpoint.Any>(defi
         Effect.flatMap(({ text, status, headers }) =>
           decodeJson(call, success, text, status, requestIdOf(headers)).pipe(
             // A create answered with a body that does not say what it created: acted on, but on what is unknown.
-            Effect.mapError((error) => (call.retry === "unsent" ? ambiguous(call, error) : error))
+            Effect.catchAll((error) =>
+              Effect.flatMap(resolveMode(call), (mode) =>
+                Effect.fail(mode === "unsent" ? ambiguous(call, error) : error)
+              )
+            )
           )
         )
       )

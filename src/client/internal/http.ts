@@ -100,12 +100,7 @@ export interface Call {
   /** A body that is not JSON (multipart form, protobuf bytes), sent instead of `body`. */
   readonly rawBody?: HttpBody.HttpBody | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
-  /**
-   * Whether failures that the convention retries may be retried for this call; `"unsent"` for a call that
-   * must not run twice on a backend that may not honour its `Idempotency-Key`: only failures that prove the
-   * request was not acted on are retried (see {@link RetryMode}), and a failure that leaves the outcome
-   * unknown is an `Ambiguous` `ApiError`.
-   */
+  /** Which failures may be retried for this call (see {@link RetryMode}). */
   readonly retry: RetryMode
 }
 
@@ -115,12 +110,51 @@ export interface Call {
  * nothing was sent), a 429, or a 503 that says to retry (`retry-after` / `retry-after-ms`, or
  * `x-should-retry: true`). Under `"unsent"` a definite refusal (another 4xx) is kept as it is, and anything
  * else (a time-out, a reset after sending, a 408, a 5xx, a success whose body broke or does not decode)
- * becomes `Ambiguous`.
+ * becomes `Ambiguous`. `{ keyHonoured }`: a call under an `Idempotency-Key`, `true` when the backend honours
+ * the key, else `"unsent"`; asked only once a failure comes, so a call that succeeds costs nothing more.
  */
-export type RetryMode = boolean | "unsent"
+export type RetryMode = boolean | "unsent" | { readonly keyHonoured: Effect.Effect<boolean> }
+
+/** The mode a call's failure is judged by: {@link RetryMode} with `keyHonoured` asked. */
+export const resolveMode = (call: Pick<Call, "retry">): Effect.Effect<boolean | "unsent"> =>
+  typeof call.retry === "object"
+    ? Effect.map(call.retry.keyHonoured, (honoured) => (honoured ? true : "unsent"))
+    : Effect.succeed(call.retry)
+
+/** How an attempt failed, before the call's mode judges it. */
+interface Failed {
+  readonly error: ApiError
+  /** `connect`: no response came; `status`: a non-2xx came; `body`: a 2xx came and then broke; `timeout`. */
+  readonly stage: "connect" | "status" | "body" | "timeout"
+  /** The connection was never made (nothing sent). */
+  readonly notSent?: boolean
+  readonly headers?: Readonly<Record<string, string | undefined>>
+}
+
+/** The error of a failed attempt under a resolved mode. */
+const judge = (call: Call, mode: boolean | "unsent", failed: Failed): ApiError => {
+  if (mode !== "unsent") return failed.error
+  switch (failed.stage) {
+    case "connect":
+      return unsentOnly(call, failed.error, { notSent: failed.notSent ?? false })
+    case "status":
+      return unsentOnly(call, failed.error, { headers: failed.headers ?? {} })
+    case "body":
+    case "timeout":
+      // A success came and then broke, or the request may still be running: acted on, or may be.
+      return ambiguous(call, failed.error)
+  }
+}
 
 /** The error codes of a connection that was never made: the request was not sent. */
-const NOT_SENT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"])
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL"
+])
 
 /** The first string `code` along a cause chain (undici nests the socket's error). */
 const errorCode = (cause: unknown): string | undefined => {
@@ -422,35 +456,39 @@ export const send = <A>(
   if (call.headers !== undefined) request = HttpClientRequest.setHeaders(request, call.headers)
   if (call.body !== undefined) request = HttpClientRequest.bodyText(request, call.body, "application/json")
   if (call.rawBody !== undefined) request = HttpClientRequest.setBody(request, call.rawBody)
-  const unsent = call.retry === "unsent"
   const attempt = transport.client.execute(request).pipe(
-    Effect.mapError((error) => {
-      const mapped = errorFromTransport(call, error)
-      return unsent ? unsentOnly(call, mapped, { notSent: NOT_SENT_CODES.has(errorCode(error.cause) ?? "") }) : mapped
-    }),
+    Effect.mapError(
+      (error): Failed => ({
+        error: errorFromTransport(call, error),
+        stage: "connect",
+        notSent: NOT_SENT_CODES.has(errorCode(error.cause) ?? "")
+      })
+    ),
     Effect.flatMap((response) =>
       response.status >= 200 && response.status < 300
-        ? unsent
-          ? // A success came: whatever breaks now (the body), the request was acted on.
-            Effect.mapError(onSuccess(response), (error) => ambiguous(call, error))
-          : onSuccess(response)
+        ? Effect.mapError(onSuccess(response), (error): Failed => ({ error, stage: "body" }))
         : Effect.flatMap(errorFromResponse(call, response), (error) =>
-            Effect.fail(unsent ? unsentOnly(call, error, { headers: response.headers }) : error)
+            Effect.fail<Failed>({ error, stage: "status", headers: response.headers })
           )
     ),
     Effect.timeoutFail({
       duration: transport.timeout,
-      onTimeout: () => {
-        const error = new ApiError({
+      onTimeout: (): Failed => ({
+        error: new ApiError({
           reason: "Timeout",
           method: call.method,
           path: call.path,
           description: `no complete response within ${Duration.format(transport.timeout)}`,
           retryable: true
-        })
-        return unsent ? ambiguous(call, error) : error
-      }
-    })
+        }),
+        stage: "timeout"
+      })
+    }),
+    Effect.catchAll((failed) =>
+      typeof call.retry === "boolean"
+        ? Effect.fail(failed.error)
+        : Effect.flatMap(resolveMode(call), (mode) => Effect.fail(judge(call, mode, failed)))
+    )
   )
   return call.retry !== false && transport.maxRetries > 0
     ? Effect.retry(attempt, retrySchedule(call, transport.maxRetries))
