@@ -57,6 +57,8 @@ export * as Reward from "./workflow/Reward.js"
 export * as Rollout from "./workflow/Rollout.js"
 /** Where SFT training data (JSONL) is written for the backend to read. */
 export * as SftData from "./workflow/SftData.js"
+/** The durable record of the training jobs a loop submitted, per model and step. */
+export * as Submissions from "./workflow/Submissions.js"
 /** Tool agents: tools declared with a Schema and an Effect handler, and the loop that lets the policy call them. */
 export * as Tools from "./workflow/Tools.js"
 /** Tracing of rollouts, chat completions, rewards and training steps into the trace service. */

@@ -38,6 +38,17 @@ const ModelPath = Schema.Struct({ model_id: ModelId })
 const JobPath = Schema.Struct({ training_job_id: TrainingJobId })
 const invalid = { status: 422 } as const
 
+/**
+ * The response header by which a backend says it honours `Idempotency-Key` on the POSTs that create or log (a
+ * repeat of a key answers the first response and creates nothing new): `x-idempotency-keys: honoured`. The
+ * embedded backend sends it on every response; the hosted service does not, so the client treats it as a
+ * backend that may run a repeated create twice (see `TrainingClient`).
+ */
+export const IDEMPOTENCY_KEYS_HEADER = "x-idempotency-keys"
+
+/** The value of {@link IDEMPOTENCY_KEYS_HEADER} that says keys are honoured. */
+export const IDEMPOTENCY_KEYS_HONOURED = "honoured"
+
 /** The page of training job events. */
 export const TrainingJobEventPage = CursorPage(TrainingJobEvent).annotations({ identifier: "TrainingJobEventPage" })
 /** @see {@link TrainingJobEventPage} */

@@ -16,7 +16,12 @@ import type { ValidationError } from "../api/HttpValidationError.js"
  *   `RateLimited` 429 (with `retryAfter`), `ServerError` >= 500 (524 gateway time-outs included);
  * - `Transport`: the connection was refused or reset; `Timeout`: an attempt ran out of time (or 408);
  * - `Decode`: the body did not match its schema (`excerpt` keeps the start of it);
- * - `InvalidRequest`: the request broke a constraint and was not sent (`detail` names the field).
+ * - `InvalidRequest`: the request broke a constraint and was not sent (`detail` names the field);
+ * - `Ambiguous`: a call that creates (a training job, a log) failed in a way that leaves its outcome unknown
+ *   (a time-out or a reset after the request was sent, a 5xx such as a gateway's 502, 504 or 524, a success
+ *   whose body could not be read) on a backend that does not say it honours `Idempotency-Key`: the call may
+ *   have been applied, so it was not repeated. `status` is the status when one came, `idempotencyKey` the key
+ *   it was sent with; the description says what happened.
  */
 export type ApiErrorReason =
   | "Validation"
@@ -32,6 +37,7 @@ export type ApiErrorReason =
   | "Timeout"
   | "Decode"
   | "InvalidRequest"
+  | "Ambiguous"
 
 /** A failed call of the training, inference or trace service. */
 export class ApiError extends Data.TaggedError("ApiError")<{
@@ -59,6 +65,8 @@ export class ApiError extends Data.TaggedError("ApiError")<{
   readonly code?: string | number | undefined
   /** The `param` of an OpenAI-style error body. */
   readonly param?: string | undefined
+  /** The `Idempotency-Key` the call was sent with, if any. */
+  readonly idempotencyKey?: string | undefined
   /** Whether retrying the same call may succeed (the service's `x-should-retry` wins when it gave one). */
   readonly retryable: boolean
 }> {

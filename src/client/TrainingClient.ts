@@ -2,15 +2,27 @@
  * The client of the training service (surface B): a method for every endpoint of its published API, plus the
  * trainable base models, as Effects and Streams failing with `ApiError`.
  *
- * GET and DELETE calls and chat completions are retried on 408, 409, 429, >= 500, transport failures and
- * time-outs. The POSTs that create or log (model create, RL and SFT job create, log) are retried only when
- * the caller gives an idempotency key, sent as `Idempotency-Key`: a blind repeat could run a training step
- * twice.
+ * GET and DELETE calls, chat completions and a model create with `return_existing` (an upsert) are retried
+ * on 408, 409, 429, >= 500, transport failures and time-outs.
+ *
+ * **Creates never run twice.** The POSTs that create or log (RL and SFT job create, log, a model create
+ * without `return_existing`) send the caller's idempotency key as `Idempotency-Key`. Whether a backend
+ * honours it is learned from its responses: the embedded backend says so on every response
+ * (`x-idempotency-keys: honoured`, `TrainingApi.IDEMPOTENCY_KEYS_HEADER`); the first create asks
+ * `GET /v1/health` when nothing has been heard yet. The option `honoursIdempotencyKeys` overrides what is
+ * learned. Where keys are honoured, a create with a key is retried like a GET (the backend answers a repeat
+ * with the first job). Elsewhere (the hosted service says nothing), and for any create without a key, it is
+ * retried only when the request provably was not acted on (the connection was never made, a 429, a 503 with
+ * `retry-after` or `x-should-retry: true`); a failure that leaves the outcome unknown (a time-out or a reset
+ * after sending, a 5xx such as a gateway's 502, 504 or 524, a success whose body broke) is an `ApiError`
+ * with reason `Ambiguous`, carrying the method, path and key: the job may exist, and a blind repeat could
+ * train the same step twice.
  *
  * @since 0.1.0
  */
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientTag from "@effect/platform/HttpClient"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import type * as ConfigError from "effect/ConfigError"
@@ -34,6 +46,7 @@ import type {
   Order
 } from "../api/Model.js"
 import * as Api from "../api/TrainingApi.js"
+import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../api/TrainingApi.js"
 import type {
   CreateSftTrainingJob,
   CreateTrainingJob,
@@ -47,7 +60,7 @@ import type { ApiError } from "./ApiError.js"
 import * as Chat from "./internal/chat.js"
 import { resolveOptions } from "./internal/config.js"
 import { endpointCall } from "./internal/endpoint.js"
-import { type ClientOptions, makeTransport } from "./internal/http.js"
+import { type ClientOptions, makeTransport, type RetryMode } from "./internal/http.js"
 
 /** The hosted training service. */
 export const DEFAULT_URL = "https://api.training.wandb.ai"
@@ -56,7 +69,13 @@ export const DEFAULT_URL = "https://api.training.wandb.ai"
 export const URL_ENV = "EFFECT_RL_TRAINING_URL"
 
 /** Options of the training client. */
-export interface Options extends ClientOptions {}
+export interface Options extends ClientOptions {
+  /**
+   * Whether the backend honours `Idempotency-Key` (answers a repeated key with the first response). Default:
+   * learned from its `x-idempotency-keys` header (see the module); `true` or `false` decides it here.
+   */
+  readonly honoursIdempotencyKeys?: boolean | undefined
+}
 
 /** Options of a call that creates or logs. */
 export interface WriteOptions {
@@ -139,6 +158,12 @@ export interface Service {
     id: TrainingJobId,
     options?: FollowOptions
   ) => Stream.Stream<TrainingJobEvent, ApiError>
+  /**
+   * Whether the backend honours `Idempotency-Key` (see the module): the option when given, else `true` once
+   * any response said `x-idempotency-keys: honoured`; when nothing has been heard yet, `GET /v1/health` is
+   * asked once (a failure of it reads as `false`, and it is asked again next time).
+   */
+  readonly honoursIdempotencyKeys: Effect.Effect<boolean>
   /** `GET /v1/health` */
   readonly health: Effect.Effect<Health, ApiError>
   /** `GET /v1/system-check` (a failing check is a 503, so a `ServerError`). */
@@ -169,16 +194,56 @@ const calls = {
   listBaseModels: endpointCall(Api.listBaseModels)
 }
 
-/** The headers and retry mode of a call that creates or logs. */
-const write = (options: WriteOptions | undefined) =>
+/** How a call that creates or logs is sent: its retry mode and its key. */
+interface WriteMode {
+  readonly retry: RetryMode
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
+
+/** The mode of a model create with `return_existing`: an upsert, retried anywhere. */
+const upsert = (options: WriteOptions | undefined): WriteMode =>
   options?.idempotencyKey === undefined
-    ? { retry: false }
+    ? { retry: true }
     : { retry: true, headers: { "Idempotency-Key": options.idempotencyKey } }
+
+/** Whether a response says its backend honours `Idempotency-Key`. */
+const saysHonoured = (response: HttpClientResponse.HttpClientResponse): boolean =>
+  response.headers[IDEMPOTENCY_KEYS_HEADER]?.trim().toLowerCase() === IDEMPOTENCY_KEYS_HONOURED
 
 /** Build the client over the platform `HttpClient`, with options given in full (no env read). */
 export const make = (options: Options & { readonly baseUrl: string | URL }) =>
   Effect.gen(function* () {
-    const transport = makeTransport(yield* HttpClientTag.HttpClient, options)
+    // What the backend said of idempotency keys: `true` once any response said they are honoured (one
+    // backend behind one base URL, so it sticks); `false` once asked and not told; `undefined` before.
+    let heard: boolean | undefined = options.honoursIdempotencyKeys
+    const learn = (response: HttpClientResponse.HttpClientResponse) =>
+      Effect.sync(() => {
+        if (options.honoursIdempotencyKeys === undefined && saysHonoured(response)) heard = true
+      })
+    const transport = makeTransport(HttpClientTag.tap(yield* HttpClientTag.HttpClient, learn), options)
+
+    const health = calls.health.run(transport, { retry: true }).pipe(Effect.withSpan("TrainingClient.health"))
+    const honoursIdempotencyKeys: Effect.Effect<boolean> = Effect.suspend(() =>
+      heard !== undefined
+        ? Effect.succeed(heard)
+        : health.pipe(
+            Effect.map(() => {
+              heard = heard ?? false
+              return heard
+            }),
+            Effect.orElseSucceed(() => false)
+          )
+    )
+
+    /**
+     * The headers and retry mode of a call that creates or logs: retried like a GET only under a key the
+     * backend honours (asked when a failure comes); else only when provably unsent (failures of unknown
+     * outcome `Ambiguous`).
+     */
+    const write = (options: WriteOptions | undefined): WriteMode =>
+      options?.idempotencyKey === undefined
+        ? { retry: "unsent" }
+        : { retry: { keyHonoured: honoursIdempotencyKeys }, headers: { "Idempotency-Key": options.idempotencyKey } }
 
     const listCheckpoints = (modelId: ModelId, params?: ListCheckpointsParams) =>
       calls.listCheckpoints
@@ -192,8 +257,9 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
 
     const service: Service = {
       createModel: (body, options) =>
+        // With `return_existing` a repeat answers the same model: safe to retry anywhere.
         calls.createModel
-          .run(transport, { payload: body, ...write(options) })
+          .run(transport, { payload: body, ...(body.return_existing === true ? upsert(options) : write(options)) })
           .pipe(
             Effect.withSpan("TrainingClient.createModel", { attributes: { project: body.project, name: body.name } })
           ),
@@ -249,7 +315,8 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
           options?.after
         ),
       followTrainingJobEvents: (id, options) => follow((params) => listTrainingJobEvents(id, params), options),
-      health: calls.health.run(transport, { retry: true }).pipe(Effect.withSpan("TrainingClient.health")),
+      honoursIdempotencyKeys,
+      health,
       systemCheck: calls.systemCheck
         .run(transport, { retry: true })
         .pipe(Effect.withSpan("TrainingClient.systemCheck")),

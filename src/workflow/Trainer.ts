@@ -6,13 +6,14 @@
  *   metrics it computed; the hosted service answers nothing, read as `null`).
  * - {@link train}: an RL job on the groups. Groups without trajectories are dropped (nothing is sent when
  *   none is left: {@link TrainerError} `NothingToTrain`). The job is submitted with an idempotency key, by
- *   default derived from the model, its current step and a digest of the body, so a repeated submission (a
- *   retry after a lost response, or a training loop restarted mid-job) joins the job already submitted
- *   instead of training twice. After a {@link TrainingFailed}, resubmitting the same groups at the same step
- *   joins the failed job again: pass a fresh `idempotencyKey` to try anew.
+ *   default derived from the model, its current step and a digest of the body: on a backend that honours
+ *   keys (the embedded one) a repeated submission joins the job already submitted instead of training twice.
+ *   After a {@link TrainingFailed}, resubmitting the same groups at the same step joins the failed job again
+ *   there: pass a fresh `idempotencyKey` to try anew.
  * - {@link trainSft} / {@link trainSftUrl}: an SFT job on conversations (written as JSONL through the
  *   {@link SftData} service) or on JSONL already at a URL; the same submission and following.
- * - {@link follow} follows a submitted job; {@link events} is its event stream.
+ * - {@link follow} follows a submitted job; {@link events} is its event stream; {@link resume} follows the
+ *   job an earlier process recorded for the policy's step.
  * - {@link prune}: keep the latest checkpoints and the best by a metric, delete the rest.
  *
  * **Following a job.** Events come from the client's follow (long poll with `wait_ms` where the backend
@@ -23,6 +24,22 @@
  * read once more so the summary misses none. Each event is reported to `onEvent`, by default a log line
  * (`Effect.logInfo`) with the progress "gradient step k/n".
  *
+ * **Never twice.** A create whose outcome is unknown on a backend that does not say it honours keys (the
+ * client's `ApiError` `Ambiguous`, see `TrainingClient`) fails with {@link TrainerError} `Ambiguous`, naming
+ * the model, the step and the key: the job may exist, and it is not submitted again. With a `state`
+ * (a `Submissions.Location`: a directory, or any `KeyValueStore`), the submission is recorded durably so that
+ * a process killed at any point never leads to a second job for the step:
+ * 1. a record for the model and step is looked for first: with a job id, that job is followed (to its end)
+ *    instead of submitting; with an intent only (killed between the two writes below, or after an ambiguous
+ *    failure), the recorded request is sent again under its recorded key where the backend honours keys
+ *    (answering the job created before, or creating the only one), else {@link TrainerError} `Ambiguous`
+ *    (the service lists no jobs, so it cannot be found: once checkpoint `step + 1` exists the step is done
+ *    and a run resumes after it; if it never appears, no job exists: remove the record named in the error);
+ * 2. else the intent (key and request) is written, the job created, and its id written over the intent;
+ * 3. a create refused outright (a 4xx, nothing created) removes the intent; `TrainingFailed` removes the
+ *    record (that job trained nothing), so the step can be submitted anew.
+ * The store's failures are {@link TrainerError} `State`.
+ *
  * **The result.** On `training_ended` the new step is the job record's `step` when the backend gives it
  * (the embedded one does), else the latest checkpoint's; the policy is moved to it (`setStep`), so rollouts
  * that follow sample from the new weights. The metrics are each numeric `gradient_step` metric averaged over
@@ -31,27 +48,32 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { JsonObject } from "../api/Json.js"
-import type {
+import {
   CreateSftTrainingJob,
   CreateTrainingJob,
-  ExperimentalConfig,
-  SftTrainingConfig,
-  TrainingJobEvent,
+  type ExperimentalConfig,
+  type SftTrainingConfig,
+  type TrainingJob,
+  type TrainingJobEvent,
   TrainingJobId
 } from "../api/TrainingJob.js"
 import type { TrajectoryGroup } from "../api/Trajectory.js"
-import type { ApiError } from "../client/ApiError.js"
+import { ApiError } from "../client/ApiError.js"
 import { TrainingClient } from "../client/TrainingClient.js"
 import * as Internal from "./internal/trainer.js"
+import * as Metrics from "./Metrics.js"
 import type { Trainable } from "./Policy.js"
 import { RELATIVE_REWARD } from "./Reward.js"
 import { type Conversation, SftData, type SftDataError, toJsonl } from "./SftData.js"
+import * as Submissions from "./Submissions.js"
 
 /** A job ended with `training_failed`. */
 export class TrainingFailed extends Data.TaggedError("TrainingFailed")<{
@@ -67,13 +89,26 @@ export class TrainingFailed extends Data.TaggedError("TrainingFailed")<{
 
 /**
  * The trainer could not go on: `NothingToTrain` (no group with a trajectory), `NoCheckpoint` (the job ended
- * but no checkpoint step could be found), `EventsEnded` (the event stream stopped before a terminal event).
+ * but no checkpoint step could be found), `EventsEnded` (the event stream stopped before a terminal event),
+ * `Ambiguous` (a job for the step may exist, and the backend does not say it honours idempotency keys, so
+ * none is submitted: see "Never twice" in the module), `State` (the record of submissions could not be read
+ * or written).
  */
 export class TrainerError extends Data.TaggedError("TrainerError")<{
   /** Why. */
-  readonly reason: "NothingToTrain" | "NoCheckpoint" | "EventsEnded"
-  /** What happened. */
+  readonly reason: "NothingToTrain" | "NoCheckpoint" | "EventsEnded" | "Ambiguous" | "State"
+  /** What happened, and for `Ambiguous` what to do. */
   readonly description: string
+  /** `Ambiguous`, `State`: the model. */
+  readonly modelId?: string | undefined
+  /** `Ambiguous`, `State`: the checkpoint step whose job it is. */
+  readonly step?: number | undefined
+  /** `Ambiguous`: the `Idempotency-Key` the job was (or may have been) created under. */
+  readonly idempotencyKey?: string | undefined
+  /** `Ambiguous`, `State` with a `state`: where the step's record is (a file, or a key of the store). */
+  readonly record?: string | undefined
+  /** The client's `Ambiguous` `ApiError` (method, path, status), or the store's failure. */
+  readonly cause?: unknown
 }> {
   override get message(): string {
     return `${this.reason}: ${this.description}`
@@ -104,8 +139,18 @@ export interface FollowOptions {
   readonly onEvent?: ((progress: Progress) => Effect.Effect<void>) | undefined
 }
 
+/** Where submissions are recorded, for {@link resume} and the submissions themselves. */
+export interface StateOptions {
+  /**
+   * Record each submission durably (a directory, or any `KeyValueStore`; see `Submissions` and "Never
+   * twice" in the module), so a process restarted after a crash follows the job already submitted for the
+   * step. Default: not recorded.
+   */
+  readonly state?: Submissions.Location | undefined
+}
+
 /** Options of a job submission. */
-export interface SubmitOptions extends FollowOptions {
+export interface SubmitOptions extends FollowOptions, StateOptions {
   /** The `Idempotency-Key` of the submission (default: derived from model, step and body, see the module). */
   readonly idempotencyKey?: string | undefined
 }
@@ -134,6 +179,12 @@ export interface Result {
   readonly metrics: Record<string, number>
   /** How many gradient steps the job took. */
   readonly gradientSteps: number
+}
+
+/** A job followed by {@link resume}: the result, and the record it was found by. */
+export interface Resumed extends Result {
+  /** The record an earlier process wrote (its `metrics` are those of the groups the job trains on). */
+  readonly submission: Submissions.Submission
 }
 
 /** Logs groups under a split (`train`, `val`, `test`, ...); retried under a key derived from the body. */
@@ -191,8 +242,14 @@ export const train = Effect.fn("Trainer.train")(function* (
   const step = yield* policy.step
   const idempotencyKey = options.idempotencyKey ?? Internal.defaultKey("rl", policy.record.id, step, body)
   yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, groups: kept.length, step })
-  const job = yield* client.createTrainingJob(body, { idempotencyKey })
-  return yield* follow(policy, job.id, options)
+  return yield* submitOnce(policy, step, {
+    kind: "rl",
+    idempotencyKey,
+    request: Schema.encodeSync(CreateTrainingJob)(body),
+    create: client.createTrainingJob(body, { idempotencyKey }),
+    metrics: Metrics.compute(groups),
+    options
+  })
 })
 
 /** An SFT job on JSONL already at `url` (hosted: an artifact URI), followed to the end like {@link train}. */
@@ -211,8 +268,199 @@ export const trainSftUrl = Effect.fn("Trainer.trainSftUrl")(function* (
   const step = yield* policy.step
   const idempotencyKey = options.idempotencyKey ?? Internal.defaultKey("sft", policy.record.id, step, body)
   yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, step })
-  const job = yield* client.createSftTrainingJob(body, { idempotencyKey })
-  return yield* follow(policy, job.id, options)
+  return yield* submitOnce(policy, step, {
+    kind: "sft",
+    idempotencyKey,
+    request: Schema.encodeSync(CreateSftTrainingJob)(body),
+    create: client.createSftTrainingJob(body, { idempotencyKey }),
+    metrics: undefined,
+    options
+  })
+})
+
+/** A job about to be submitted. */
+interface Submit {
+  readonly kind: "rl" | "sft"
+  readonly idempotencyKey: string
+  /** The body, encoded for the wire (kept in the intent). */
+  readonly request: unknown
+  readonly create: Effect.Effect<TrainingJob, ApiError>
+  readonly metrics: Metrics.Metrics | undefined
+  readonly options: SubmitOptions
+}
+
+/** Whether a failed create provably created nothing: refused outright (a 4xx other than 408), or never sent. */
+const refused = (error: ApiError): boolean =>
+  error.reason === "InvalidRequest" ||
+  (error.status !== undefined && error.status >= 400 && error.status < 500 && error.status !== 408)
+
+/** The store's failure as `TrainerError` `State`. */
+const stateError =
+  (location: Submissions.Location, modelId: string, step: number) =>
+  (cause: { readonly message: string }): TrainerError =>
+    new TrainerError({
+      reason: "State",
+      description: `the record of step ${step} of model ${modelId} (${Submissions.describe(location, modelId, step)}) could not be used: ${cause.message}`,
+      modelId,
+      step,
+      record: Submissions.describe(location, modelId, step),
+      cause
+    })
+
+/** A create whose outcome is unknown, as `TrainerError` `Ambiguous`. */
+const ambiguousCreate = (
+  policy: Trainable,
+  step: number,
+  idempotencyKey: string,
+  location: Submissions.Location | undefined,
+  cause: ApiError | undefined
+): TrainerError => {
+  const modelId = policy.record.id
+  const record = location === undefined ? undefined : Submissions.describe(location, modelId, step)
+  const what =
+    cause === undefined
+      ? `an earlier run may have created the training job of step ${step} of model ${modelId} (its intent is recorded, not its job id)`
+      : `the creation of the training job of step ${step} of model ${modelId} has an unknown outcome: ${cause.message}`
+  return new TrainerError({
+    reason: "Ambiguous",
+    description:
+      `${what}; the backend does not say it honours Idempotency-Key (${idempotencyKey}), so no job is submitted ` +
+      `again. If the job exists, checkpoint ${step + 1} appears when it ends and a run resumes after it; if none ` +
+      `appears, no job was created` +
+      (record === undefined ? ": submit again." : `: remove the record ${record} and run again.`),
+    modelId,
+    step,
+    idempotencyKey,
+    record,
+    cause
+  })
+}
+
+/** The client's `Ambiguous` failure of a create as {@link TrainerError} `Ambiguous`; others as they are. */
+const orAmbiguous =
+  (policy: Trainable, step: number, idempotencyKey: string, location: Submissions.Location | undefined) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | TrainerError, R> =>
+    Effect.catchIf(
+      self,
+      (error): error is E & ApiError => error instanceof ApiError && error.reason === "Ambiguous",
+      (error) => Effect.fail(ambiguousCreate(policy, step, idempotencyKey, location, error))
+    )
+
+/** Submits a step's job at most once (see "Never twice" in the module) and follows it. */
+const submitOnce = (policy: Trainable, step: number, submit: Submit) =>
+  Effect.gen(function* () {
+    const location = submit.options.state
+    const modelId = policy.record.id
+    if (location === undefined) {
+      const job = yield* submit.create.pipe(orAmbiguous(policy, step, submit.idempotencyKey, undefined))
+      return yield* follow(policy, job.id, submit.options)
+    }
+    const recorded = yield* resumeRecorded(policy, step, location, submit.options)
+    if (Option.isSome(recorded)) return resultOf(recorded.value)
+    const asState = stateError(location, modelId, step)
+    const intent = new Submissions.Submission({
+      modelId,
+      step,
+      kind: submit.kind,
+      idempotencyKey: submit.idempotencyKey,
+      request: submit.request,
+      ...(submit.metrics === undefined ? {} : { metrics: submit.metrics }),
+      submittedAt: new Date(yield* Clock.currentTimeMillis).toISOString()
+    })
+    yield* Submissions.put(location, intent).pipe(Effect.mapError(asState))
+    const client = yield* TrainingClient
+    const job = yield* submit.create.pipe(
+      Effect.tapError((error) =>
+        Effect.gen(function* () {
+          // Nothing was created: the intent goes, so the step can be submitted anew. On a backend that does not
+          // honour keys every failure of unknown outcome is `Ambiguous`, so any other one created nothing either.
+          const honoured = yield* client.honoursIdempotencyKeys
+          if (refused(error) || (!honoured && error.reason !== "Ambiguous")) {
+            yield* Submissions.remove(location, modelId, step).pipe(Effect.ignore)
+          }
+        })
+      ),
+      orAmbiguous(policy, step, submit.idempotencyKey, location)
+    )
+    const submitted = new Submissions.Submission({ ...intent, jobId: job.id, request: undefined })
+    yield* Submissions.put(location, submitted).pipe(Effect.mapError(asState))
+    return resultOf(yield* followRecorded(policy, location, submitted, job.id, submit.options))
+  })
+
+/** A resumed job's result without its record. */
+const resultOf = ({ submission: _, ...result }: Resumed): Result => result
+
+/** Follows a recorded job; a `TrainingFailed` removes the record (that job trained nothing). */
+const followRecorded = (
+  policy: Trainable,
+  location: Submissions.Location,
+  submission: Submissions.Submission,
+  jobId: TrainingJobId,
+  options: FollowOptions
+) =>
+  follow(policy, jobId, options).pipe(
+    Effect.tapErrorTag("TrainingFailed", () =>
+      Submissions.remove(location, submission.modelId, submission.step).pipe(Effect.ignore)
+    ),
+    Effect.map((result): Resumed => ({ ...result, submission }))
+  )
+
+/**
+ * The job recorded for a step, followed to its end, if there is a record: with a job id, that job; with an
+ * intent only, the recorded request sent again under its key where the backend honours keys, else
+ * `TrainerError` `Ambiguous`.
+ */
+const resumeRecorded = (policy: Trainable, step: number, location: Submissions.Location, options: FollowOptions) =>
+  Effect.gen(function* () {
+    const modelId = policy.record.id
+    const asState = stateError(location, modelId, step)
+    const found = yield* Submissions.get(location, modelId, step).pipe(Effect.mapError(asState))
+    if (Option.isNone(found)) return Option.none<Resumed>()
+    const submission = found.value
+    if (submission.jobId !== undefined) {
+      yield* Effect.logInfo(
+        `step ${step}: following training job ${submission.jobId}, submitted for it by an earlier run`
+      )
+      const jobId = TrainingJobId.make(submission.jobId)
+      return Option.some(yield* followRecorded(policy, location, submission, jobId, options))
+    }
+    const client = yield* TrainingClient
+    if (!(yield* client.honoursIdempotencyKeys)) {
+      return yield* ambiguousCreate(policy, step, submission.idempotencyKey, location, undefined)
+    }
+    yield* Effect.logInfo(
+      `step ${step}: asking again for the ${submission.kind} job an earlier run may have created (Idempotency-Key ${submission.idempotencyKey})`
+    )
+    const options_ = { idempotencyKey: submission.idempotencyKey }
+    const create =
+      submission.kind === "rl"
+        ? Effect.flatMap(Schema.decodeUnknown(CreateTrainingJob)(submission.request), (body) =>
+            client.createTrainingJob(body, options_)
+          )
+        : Effect.flatMap(Schema.decodeUnknown(CreateSftTrainingJob)(submission.request), (body) =>
+            client.createSftTrainingJob(body, options_)
+          )
+    const job = yield* create.pipe(
+      Effect.catchTag("ParseError", asState),
+      orAmbiguous(policy, step, submission.idempotencyKey, location)
+    )
+    const submitted = new Submissions.Submission({ ...submission, jobId: job.id, request: undefined })
+    yield* Submissions.put(location, submitted).pipe(Effect.mapError(asState))
+    return Option.some(yield* followRecorded(policy, location, submitted, job.id, options))
+  })
+
+/**
+ * Follows the job an earlier process recorded for the policy's current step in `state` (see "Never twice" in
+ * the module), to its end, moving the policy to the step it made; `None` when nothing is recorded for the
+ * step (then nothing was submitted for it, and it can be).
+ */
+export const resume = Effect.fn("Trainer.resume")(function* (
+  policy: Trainable,
+  options: FollowOptions & { readonly state: Submissions.Location }
+) {
+  const step = yield* policy.step
+  yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, step })
+  return yield* resumeRecorded(policy, step, options.state, options)
 })
 
 /**

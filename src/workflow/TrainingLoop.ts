@@ -8,7 +8,14 @@
  * fixed function of `k` (the dataset shuffled once with `seed`, then taken `groupsPerStep` at a time, wrapping
  * around), so a loop that is **resumed** after a crash starts from the model's latest checkpoint and carries
  * on with the scenarios that step would have had: no step is redone or skipped. (A step whose job had
- * finished before the crash is done; one whose job had not is gathered again.)
+ * finished before the crash is done.) **No step is trained twice:** the loop records the job it submits for
+ * each step (`state`: by default files under `.effect-rl/submissions` in the working directory; any
+ * `KeyValueStore`; see `Submissions`), so a loop restarted while its job still trains does not gather the
+ * step again: it follows that job to its end (the step's report carries the training metrics recorded with
+ * it) and carries on. Where the record says a job may exist but not which (a crash between asking for it and
+ * the answer, or an answer lost), the step is asked for again under the same idempotency key on a backend
+ * that honours keys, and elsewhere the loop stops with `TrainerError` `Ambiguous` rather than risk a second
+ * job (see `Trainer`).
  *
  * **Evaluation.** With `validation` scenarios and `evalEvery: k`, the policy is evaluated before training at
  * every step divisible by `k` and once more at the end: `validationRollouts` rollouts per scenario, logged
@@ -35,6 +42,7 @@
 import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { ExperimentalConfig } from "../api/TrainingJob.js"
 import type { ApiError } from "../client/ApiError.js"
 import type { TrainingClient } from "../client/TrainingClient.js"
@@ -44,6 +52,7 @@ import * as Metrics from "./Metrics.js"
 import type { Trainable } from "./Policy.js"
 import type { GroupScorer, Reward } from "./Reward.js"
 import type { Current } from "./Rollout.js"
+import * as Submissions from "./Submissions.js"
 import * as Tracing from "./Tracing.js"
 import * as Trainer from "./Trainer.js"
 
@@ -93,6 +102,13 @@ export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = ne
   readonly retention?: Trainer.PruneOptions | undefined
   /** Following each job (long poll, poll interval, per-event callback). */
   readonly follow?: Trainer.FollowOptions | undefined
+  /**
+   * Where the job submitted for each step is recorded (see the module and `Submissions`): a directory (default
+   * `Submissions.DEFAULT_DIRECTORY`, `.effect-rl/submissions` under the working directory), any
+   * `KeyValueStore`, or `false` to keep no record (then a restart may submit a step again on a backend that
+   * does not honour idempotency keys).
+   */
+  readonly state?: Submissions.Location | false | undefined
   /** Called after each step with its report. */
   readonly onStep?: ((report: StepReport) => Effect.Effect<void>) | undefined
 }
@@ -179,6 +195,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     const { policy } = options
     const seed = options.seed ?? 0
     const evalEvery = options.evalEvery ?? 0
+    const state = options.state === false ? undefined : (options.state ?? Submissions.DEFAULT_DIRECTORY)
     const validation = options.validation ?? []
     const evaluates = evalEvery > 0 && validation.length > 0
 
@@ -221,6 +238,20 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         Effect.gen(function* () {
           const started = yield* Clock.currentTimeMillis
           const validationMetrics = evaluates && step % evalEvery === 0 ? yield* evaluate : undefined
+          // A job an earlier run submitted for this step: followed, not gathered and submitted again.
+          const resumed =
+            state === undefined ? Option.none() : yield* Trainer.resume(policy, { ...options.follow, state })
+          if (Option.isSome(resumed)) {
+            if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
+            return {
+              step,
+              trainedStep: resumed.value.step,
+              train: resumed.value.submission.metrics ?? {},
+              training: resumed.value.metrics,
+              ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
+              seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
+            } satisfies StepReport
+          }
           const gathered = yield* Gather.groups({
             ...gatherOptions,
             scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
@@ -232,6 +263,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           yield* Trainer.log(policy, groups, "train")
           const result = yield* Trainer.train(policy, groups, {
             ...options.follow,
+            ...(state === undefined ? {} : { state }),
             ...(options.config === undefined ? {} : { config: options.config })
           })
           if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)

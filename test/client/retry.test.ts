@@ -435,15 +435,30 @@ const writes: ReadonlyArray<{
   }
 ]
 
+/** A handler whose replies also say the backend honours idempotency keys, as the embedded backend's do. */
+const honouring =
+  (handler: FakeService.Handler): FakeService.Handler =>
+  (r, attempt) => {
+    const reply = handler(r, attempt)
+    return "destroy" in reply || "hang" in reply
+      ? reply
+      : { ...reply, headers: { ...reply.headers, "x-idempotency-keys": "honoured" } }
+  }
+
+const workflowError: FakeService.Reply = { status: 500, json: { detail: "workflow error" } }
+
 describe("retries of the POSTs that create or log", () => {
   for (const write of writes) {
-    it.scoped(`${write.name}: a 500 without an idempotency key is not retried (exactly 1 attempt)`, () =>
+    it.scoped(`${write.name}: a 500 without an idempotency key is not retried: Ambiguous, exactly 1 attempt`, () =>
       Effect.gen(function* () {
         const server = yield* FakeService.make
         const client = yield* training(server.url)
-        server.route("POST", write.path, failFirst(1, { status: 500, json: { detail: "workflow error" } }, write.ok))
+        server.route("POST", write.path, honouring(failFirst(1, workflowError, write.ok)))
         const { exit, delays, retryLines } = yield* drive(write.call(client, undefined))
-        expect(failureOf(exit)).toMatchObject({ reason: "ServerError", status: 500, description: "workflow error" })
+        const error = failureOf(exit)
+        expect(error).toMatchObject({ reason: "Ambiguous", status: 500, method: "POST", path: write.path })
+        expect(error.description).toContain("workflow error")
+        expect(error.idempotencyKey).toBeUndefined()
         expect(server.count("POST", write.path)).toBe(1)
         expect(server.received[0]?.headers["idempotency-key"]).toBeUndefined()
         expect(delays).toEqual([])
@@ -451,11 +466,11 @@ describe("retries of the POSTs that create or log", () => {
       })
     )
 
-    it.scoped(`${write.name}: with an idempotency key, retried with the same Idempotency-Key on every attempt`, () =>
+    it.scoped(`${write.name}: under a key the backend says it honours, retried with the same key every attempt`, () =>
       Effect.gen(function* () {
         const server = yield* FakeService.make
         const client = yield* training(server.url)
-        server.route("POST", write.path, failFirst(2, { status: 500, json: { detail: "workflow error" } }, write.ok))
+        server.route("POST", write.path, honouring(failFirst(2, workflowError, write.ok)))
         const { exit, delays, retryLines } = yield* drive(write.call(client, { idempotencyKey: `key-${write.name}` }))
         expect(Exit.isSuccess(exit)).toBe(true)
         expect(server.count("POST", write.path)).toBe(3)
@@ -467,7 +482,133 @@ describe("retries of the POSTs that create or log", () => {
         expect(new Set(server.received.map((r) => r.body)).size).toBe(1)
         expect(delays).toHaveLength(2)
         expect(attemptsLogged(retryLines)).toEqual([2, 3])
+        expect(yield* client.honoursIdempotencyKeys).toBe(true)
+      })
+    )
+
+    it.scoped(`${write.name}: under a key a silent backend (the hosted one) may ignore, a 500 is Ambiguous`, () =>
+      Effect.gen(function* () {
+        const server = yield* FakeService.make
+        const client = yield* training(server.url)
+        server.route("POST", write.path, failFirst(1, workflowError, write.ok))
+        const { exit, delays } = yield* drive(write.call(client, { idempotencyKey: `key-${write.name}` }))
+        const error = failureOf(exit)
+        expect(error).toMatchObject({
+          _tag: "ApiError",
+          reason: "Ambiguous",
+          method: "POST",
+          path: write.path,
+          status: 500,
+          idempotencyKey: `key-${write.name}`,
+          retryable: false
+        })
+        expect(error.message).toContain(`Idempotency-Key key-${write.name}`)
+        expect(server.count("POST", write.path)).toBe(1)
+        // Nothing had been heard of the backend: it was asked once, on the failure.
+        expect(server.count("GET", "/v1/health")).toBe(1)
+        expect(delays).toEqual([])
+        expect(yield* client.honoursIdempotencyKeys).toBe(false)
       })
     )
   }
+
+  it.scoped("createModel with return_existing (an upsert) is retried on a 500 without a key", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      const path = "/v1/preview/models"
+      server.route("POST", path, failFirst(1, workflowError, writes[1]!.ok))
+      const { exit, delays } = yield* drive(
+        client.createModel({ project: "p", name: "m", base_model: "base", return_existing: true })
+      )
+      expect(Exit.isSuccess(exit)).toBe(true)
+      expect(server.count("POST", path)).toBe(2)
+      expect(delays).toHaveLength(1)
+    })
+  )
+})
+
+describe("a job create on a backend that does not say it honours keys", () => {
+  const path = "/v1/preview/training-jobs"
+  const create = (client: TrainingClient.Service) =>
+    client.createTrainingJob({ model_id: modelId, trajectory_groups: [] }, { idempotencyKey: "step-3" })
+  const ok = writes[0]!.ok
+
+  const unsent: ReadonlyArray<readonly [string, FakeService.Reply]> = [
+    ["a 429", { status: 429, json: { detail: "Concurrency limit reached for requests" } }],
+    ["a 503 with retry-after", { status: 503, headers: { "retry-after": "2" }, body: "overloaded" }],
+    ["a 503 with x-should-retry: true", { status: 503, headers: { "x-should-retry": "true" }, body: "overloaded" }]
+  ]
+  for (const [name, reply] of unsent) {
+    it.scoped(`${name} proves the request was not acted on: retried`, () =>
+      Effect.gen(function* () {
+        const server = yield* FakeService.make
+        const client = yield* training(server.url)
+        server.route("POST", path, failFirst(1, reply, ok))
+        const { exit, delays } = yield* drive(create(client))
+        expect(Exit.isSuccess(exit)).toBe(true)
+        expect(server.count("POST", path)).toBe(2)
+        expect(delays).toHaveLength(1)
+      })
+    )
+  }
+
+  const unknown: ReadonlyArray<readonly [string, FakeService.Reply]> = [
+    ["a reset after the body was sent", { destroy: true }],
+    ["a bare 503", { status: 503, body: "engine overloaded" }],
+    ["a 502 from a proxy", { status: 502, body: "<html>Bad Gateway</html>" }],
+    ["a 504 from a proxy", { status: 504, body: "<html>Gateway Timeout</html>" }],
+    ["a gateway's 524", { status: 524, body: "" }],
+    ["a 200 whose body does not say which job", { json: { created: true } }]
+  ]
+  for (const [name, reply] of unknown) {
+    it.scoped(`${name}: Ambiguous after one attempt, never a blind repeat`, () =>
+      Effect.gen(function* () {
+        const server = yield* FakeService.make
+        const client = yield* training(server.url)
+        server.route("POST", path, failFirst(1, reply, ok))
+        const { exit, delays } = yield* drive(create(client))
+        expect(failureOf(exit)).toMatchObject({ reason: "Ambiguous", idempotencyKey: "step-3", retryable: false })
+        expect(server.count("POST", path)).toBe(1)
+        expect(delays).toEqual([])
+      })
+    )
+  }
+
+  it.scoped("an attempt that times out: Ambiguous (the job may be being created), not repeated", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url, { timeout: "1 second" })
+      server.route("POST", path, failFirst(1, { hang: true }, ok))
+      const { exit, delays } = yield* drive(create(client))
+      expect(failureOf(exit)).toMatchObject({ reason: "Ambiguous", idempotencyKey: "step-3" })
+      expect(failureOf(exit).description).toContain("Timeout")
+      expect(delays).toEqual([1000])
+      expect(server.count("POST", path)).toBe(1)
+    })
+  )
+
+  it.scoped("a refusal is what it is (422, 404: nothing was created), not Ambiguous, not repeated", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      server.route("POST", path, () => ({ status: 404, json: { detail: "Model not found" } }))
+      const { exit } = yield* drive(create(client))
+      expect(failureOf(exit)).toMatchObject({ reason: "NotFound", status: 404, retryable: false })
+      expect(server.count("POST", path)).toBe(1)
+    })
+  )
+
+  it.scoped("a refused connection (nothing sent) is retried, then a Transport error", () =>
+    Effect.gen(function* () {
+      // A port that was listening and is closed now: connections to it are refused.
+      const closed = yield* Effect.scoped(Effect.map(FakeService.make, (server) => server.url))
+      const client = yield* training(closed, { maxRetries: 2, honoursIdempotencyKeys: false })
+      const { exit, delays } = yield* drive(create(client))
+      const error = failureOf(exit)
+      expect(error).toMatchObject({ reason: "Transport", retryable: true })
+      expect(error.description).toMatch(/ECONNREFUSED/)
+      expect(delays).toHaveLength(2)
+    })
+  )
 })

@@ -9,7 +9,18 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ApiError } from "../ApiError.js"
-import { type Call, decodeJson, invalidRequest, readText, requestIdOf, send, type Transport } from "./http.js"
+import {
+  ambiguous,
+  type Call,
+  decodeJson,
+  invalidRequest,
+  type RetryMode,
+  readText,
+  requestIdOf,
+  resolveMode,
+  send,
+  type Transport
+} from "./http.js"
 
 /** What one call of an endpoint takes. */
 export interface EndpointInput<E extends HttpApiEndpoint.HttpApiEndpoint.Any> {
@@ -17,8 +28,8 @@ export interface EndpointInput<E extends HttpApiEndpoint.HttpApiEndpoint.Any> {
   readonly urlParams?: HttpApiEndpoint.HttpApiEndpoint.UrlParams<E> | undefined
   readonly payload?: HttpApiEndpoint.HttpApiEndpoint.Payload<E> | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
-  /** Whether the convention's retryable failures may be retried for this call. */
-  readonly retry: boolean
+  /** Whether the convention's retryable failures may be retried for this call (see `RetryMode`). */
+  readonly retry: RetryMode
 }
 
 const paramsRegex = /:(\w+)/g
@@ -75,7 +86,16 @@ export const endpointCall = <E extends HttpApiEndpoint.HttpApiEndpoint.Any>(defi
       send(transport, call, (response) =>
         Effect.map(readText(call, response), (text) => ({ text, status: response.status, headers: response.headers }))
       ).pipe(
-        Effect.flatMap(({ text, status, headers }) => decodeJson(call, success, text, status, requestIdOf(headers)))
+        Effect.flatMap(({ text, status, headers }) =>
+          decodeJson(call, success, text, status, requestIdOf(headers)).pipe(
+            // A create answered with a body that does not say what it created: acted on, but on what is unknown.
+            Effect.catchAll((error) =>
+              Effect.flatMap(resolveMode(call), (mode) =>
+                Effect.fail(mode === "unsent" ? ambiguous(call, error) : error)
+              )
+            )
+          )
+        )
       )
     )
 

@@ -100,9 +100,139 @@ export interface Call {
   /** A body that is not JSON (multipart form, protobuf bytes), sent instead of `body`. */
   readonly rawBody?: HttpBody.HttpBody | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
-  /** Whether failures that the convention retries may be retried for this call. */
-  readonly retry: boolean
+  /** Which failures may be retried for this call (see {@link RetryMode}). */
+  readonly retry: RetryMode
 }
+
+/**
+ * How a call may be retried: `true` on every failure the convention retries; `false` never; `"unsent"` only
+ * when the request provably was not acted on: the connection could not be made (refused, DNS, unreachable:
+ * nothing was sent), a 429, or a 503 that says to retry (`retry-after` / `retry-after-ms`, or
+ * `x-should-retry: true`). Under `"unsent"` a definite refusal (another 4xx) is kept as it is, and anything
+ * else (a time-out, a reset after sending, a 408, a 5xx, a success whose body broke or does not decode)
+ * becomes `Ambiguous`. `{ keyHonoured }`: a call under an `Idempotency-Key`, `true` when the backend honours
+ * the key, else `"unsent"`; asked only once a failure comes, so a call that succeeds costs nothing more.
+ */
+export type RetryMode = boolean | "unsent" | { readonly keyHonoured: Effect.Effect<boolean> }
+
+/** The mode a call's failure is judged by: {@link RetryMode} with `keyHonoured` asked. */
+export const resolveMode = (call: Pick<Call, "retry">): Effect.Effect<boolean | "unsent"> =>
+  typeof call.retry === "object"
+    ? Effect.map(call.retry.keyHonoured, (honoured) => (honoured ? true : "unsent"))
+    : Effect.succeed(call.retry)
+
+/** How an attempt failed, before the call's mode judges it. */
+interface Failed {
+  readonly error: ApiError
+  /** `connect`: no response came; `status`: a non-2xx came; `body`: a 2xx came and then broke; `timeout`. */
+  readonly stage: "connect" | "status" | "body" | "timeout"
+  /** The connection was never made (nothing sent). */
+  readonly notSent?: boolean
+  readonly headers?: Readonly<Record<string, string | undefined>>
+}
+
+/** The error of a failed attempt under a resolved mode. */
+const judge = (call: Call, mode: boolean | "unsent", failed: Failed): ApiError => {
+  if (mode !== "unsent") return failed.error
+  switch (failed.stage) {
+    case "connect":
+      return unsentOnly(call, failed.error, { notSent: failed.notSent ?? false })
+    case "status":
+      return unsentOnly(call, failed.error, { headers: failed.headers ?? {} })
+    case "body":
+    case "timeout":
+      // A success came and then broke, or the request may still be running: acted on, or may be.
+      return ambiguous(call, failed.error)
+  }
+}
+
+/** The error codes of a connection that was never made: the request was not sent. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL"
+])
+
+/** The first string `code` along a cause chain (undici nests the socket's error). */
+const errorCode = (cause: unknown): string | undefined => {
+  let current = cause
+  for (let depth = 0; depth < 4 && current !== null && typeof current === "object"; depth++) {
+    const code = (current as { readonly code?: unknown }).code
+    if (typeof code === "string") return code
+    current = (current as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** The `Idempotency-Key` a call carries, whatever the case of the header name. */
+const keyOf = (call: Pick<Call, "headers">): string | undefined => {
+  if (call.headers === undefined) return undefined
+  for (const [name, value] of Object.entries(call.headers)) if (name.toLowerCase() === "idempotency-key") return value
+  return undefined
+}
+
+/**
+ * The `Ambiguous` error of a call whose outcome is unknown, keeping what the failure said (status, request id,
+ * the original reason and description).
+ */
+export const ambiguous = (call: Pick<Call, "method" | "path" | "headers">, error: ApiError): ApiError => {
+  const key = keyOf(call)
+  const status = error.status === undefined ? "" : ` ${error.status}`
+  return new ApiError({
+    reason: "Ambiguous",
+    method: call.method,
+    path: call.path,
+    status: error.status,
+    description:
+      `the outcome is unknown (${error.reason}${status}: ${error.description}): the service may have acted on ` +
+      `the request and does not say it honours Idempotency-Key, so it was not repeated` +
+      (key === undefined ? "" : ` (Idempotency-Key ${key})`),
+    requestId: error.requestId,
+    excerpt: error.excerpt,
+    idempotencyKey: key,
+    retryable: false
+  })
+}
+
+/** An error of an `"unsent"` call as {@link RetryMode} says: retryable when provably unsent, else kept or `Ambiguous`. */
+const unsentOnly = (
+  call: Call,
+  error: ApiError,
+  evidence: { readonly notSent?: boolean; readonly headers?: Readonly<Record<string, string | undefined>> }
+): ApiError => {
+  if (error.reason === "InvalidRequest") return error
+  if (evidence.notSent === true) return error.retryable ? error : new ApiError({ ...fieldsOf(error), retryable: true })
+  const status = error.status
+  if (status === 429) return error
+  if (status === 503 && (error.retryAfter !== undefined || evidence.headers?.["x-should-retry"] === "true")) {
+    return error.retryable ? error : new ApiError({ ...fieldsOf(error), retryable: true })
+  }
+  if (status !== undefined && status >= 400 && status < 500 && status !== 408 && evidence.headers !== undefined) {
+    return error.retryable ? new ApiError({ ...fieldsOf(error), retryable: false }) : error
+  }
+  return ambiguous(call, error)
+}
+
+/** The fields of an error, to copy it with a change. */
+const fieldsOf = (error: ApiError): ConstructorParameters<typeof ApiError>[0] => ({
+  reason: error.reason,
+  method: error.method,
+  path: error.path,
+  status: error.status,
+  description: error.description,
+  requestId: error.requestId,
+  retryAfter: error.retryAfter,
+  detail: error.detail,
+  excerpt: error.excerpt,
+  errorType: error.errorType,
+  code: error.code,
+  param: error.param,
+  idempotencyKey: error.idempotencyKey,
+  retryable: error.retryable
+})
 
 const excerptOf = (text: string): string =>
   text.length <= EXCERPT_LENGTH ? text : `${text.slice(0, EXCERPT_LENGTH)}... (${text.length} characters)`
@@ -327,25 +457,40 @@ export const send = <A>(
   if (call.body !== undefined) request = HttpClientRequest.bodyText(request, call.body, "application/json")
   if (call.rawBody !== undefined) request = HttpClientRequest.setBody(request, call.rawBody)
   const attempt = transport.client.execute(request).pipe(
-    Effect.mapError((error) => errorFromTransport(call, error)),
+    Effect.mapError(
+      (error): Failed => ({
+        error: errorFromTransport(call, error),
+        stage: "connect",
+        notSent: NOT_SENT_CODES.has(errorCode(error.cause) ?? "")
+      })
+    ),
     Effect.flatMap((response) =>
       response.status >= 200 && response.status < 300
-        ? onSuccess(response)
-        : Effect.flatMap(errorFromResponse(call, response), Effect.fail)
+        ? Effect.mapError(onSuccess(response), (error): Failed => ({ error, stage: "body" }))
+        : Effect.flatMap(errorFromResponse(call, response), (error) =>
+            Effect.fail<Failed>({ error, stage: "status", headers: response.headers })
+          )
     ),
     Effect.timeoutFail({
       duration: transport.timeout,
-      onTimeout: () =>
-        new ApiError({
+      onTimeout: (): Failed => ({
+        error: new ApiError({
           reason: "Timeout",
           method: call.method,
           path: call.path,
           description: `no complete response within ${Duration.format(transport.timeout)}`,
           retryable: true
-        })
-    })
+        }),
+        stage: "timeout"
+      })
+    }),
+    Effect.catchAll((failed) =>
+      typeof call.retry === "boolean"
+        ? Effect.fail(failed.error)
+        : Effect.flatMap(resolveMode(call), (mode) => Effect.fail(judge(call, mode, failed)))
+    )
   )
-  return call.retry && transport.maxRetries > 0
+  return call.retry !== false && transport.maxRetries > 0
     ? Effect.retry(attempt, retrySchedule(call, transport.maxRetries))
     : attempt
 }

@@ -24,7 +24,9 @@
  *   stack trace or the key.
  *
  * Every response, error or not, carries `x-request-id`: the client's own when it sent a sane one (1 to 200
- * printable ASCII characters), else a generated one; the server's logs of the request carry it too.
+ * printable ASCII characters), else a generated one; the server's logs of the request carry it too. Every
+ * response also carries `x-idempotency-keys: honoured`: the creates and logs of the training surface honour
+ * `Idempotency-Key`, and clients learn from this header that they may retry them.
  *
  * Extension (not in the hosted contract): `POST /v1/local/files` stores raw JSONL training data and answers
  * its URL on this server, `GET /v1/local/files/{id}/content` serves it (see `LocalApi`).

@@ -5,7 +5,9 @@
  *   Basic, see `Auth.ts`), the body size limit, the body checks of `admit.ts` (media type, JSON depth,
  *   the multipart form), and a last net that turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
  *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
- *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`).
+ *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`). It also
+ *   carries `x-idempotency-keys: honoured` (`TrainingApi.IDEMPOTENCY_KEYS_HEADER`): this backend answers a
+ *   repeated `Idempotency-Key` with the first response, so clients may retry its creates.
  * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
  *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404 (or 405 with
  *   `Allow` when the path is known under other methods), an unreadable or oversized body into 422 / 413, the
@@ -23,6 +25,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
+import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
 import { admit } from "./admit.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
@@ -133,7 +136,12 @@ export const edge =
       const request = yield* HttpServerRequest.HttpServerRequest
       const requestId = requestIdOf(request.headers["x-request-id"])
       const tag = (response: HttpServerResponse.HttpServerResponse) =>
-        HttpServerResponse.setHeader(response, "x-request-id", requestId)
+        HttpServerResponse.setHeaders(response, {
+          "x-request-id": requestId,
+          // This backend runs every create and log under `Idempotency-Key` (see `idempotency.ts`): said on
+          // every response, so a client learns it from whatever it asked first.
+          [IDEMPOTENCY_KEYS_HEADER]: IDEMPOTENCY_KEYS_HONOURED
+        })
       // The app writes its response itself (the platform's response writing runs inside this middleware),
       // so the header goes on in a pre-response handler; the answers `guard` gives without the app get it here.
       const response = yield* guard(options, app).pipe(
