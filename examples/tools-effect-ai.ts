@@ -10,9 +10,9 @@
  */
 import { Chat, Tool, Toolkit } from "@effect/ai"
 import { Effect, Schema } from "effect"
-import { Example, Policy, TrainingLoop } from "effect-rl"
+import { Example } from "effect-rl"
 import * as RolloutModel from "effect-rl/RolloutModel"
-import { ANSWERS, CITIES, type Played, question, reward, type Scenario, scenarios } from "./tools.js"
+import { ANSWERS, CITIES, exampleOf, type Played, question, type Scenario } from "./tools.js"
 
 const City = { city: Schema.Literal(...CITIES) }
 const Weather = Tool.make("weather", { description: "Weather in a city", parameters: City, success: Schema.String })
@@ -43,29 +43,11 @@ export const play = (scenario: Scenario) =>
     Effect.provide(RolloutModel.layer({ request: { max_completion_tokens: 80 } }))
   )
 
-/** The example: as `tools.ts`, with the agent written with @effect/ai. */
-export const example: Example.Example = {
-  name: "tools-effect-ai",
-  description: "The tool agent of `tools`, written with @effect/ai (Toolkit, Chat) and trained unchanged.",
-  train: (options) =>
-    Effect.gen(function* () {
-      const policy = yield* Policy.trainable({
-        project: "examples",
-        name: Example.modelNameOf("tools-effect-ai", options),
-        base_model: Example.baseModelOf(options, "effect-rl/tiny-2k")
-      })
-      const steps = options.steps ?? 8
-      const summary = yield* TrainingLoop.run({
-        policy,
-        scenarios: scenarios(64, 1),
-        rollout: play,
-        reward,
-        groupsPerStep: 8,
-        rolloutsPerGroup: 8,
-        steps
-      })
-      return { summary, policy }
-    })
-}
+/** The example: as `tools.ts`, with the agent written with @effect/ai (Toolkit, Chat). */
+export const example: Example.Example = exampleOf(
+  "tools-effect-ai",
+  "The tool agent of `tools`, written with @effect/ai (Toolkit, Chat) and trained unchanged.",
+  play
+)
 
 Example.main(example, import.meta.url)

@@ -9,10 +9,10 @@
  * Run: `npx tsx examples/tools-openai.ts [--steps n]`.
  */
 import { Effect } from "effect"
-import { Example, Policy, TrainingLoop } from "effect-rl"
+import { Example } from "effect-rl"
 import * as RolloutOpenAI from "effect-rl/RolloutOpenAI"
 import type OpenAI from "openai"
-import { ANSWERS, CITIES, type Played, question, reward, type Scenario, scenarios } from "./tools.js"
+import { ANSWERS, CITIES, exampleOf, type Played, question, type Scenario } from "./tools.js"
 
 const city = {
   type: "object",
@@ -71,28 +71,10 @@ export const play = (scenario: Scenario) =>
   Effect.flatMap(RolloutOpenAI.client(), (openai) => Effect.tryPromise(() => agent(openai, scenario)))
 
 /** The example: as `tools.ts`, with the agent written with the openai SDK. */
-export const example: Example.Example = {
-  name: "tools-openai",
-  description: "The tool agent of `tools`, written with the openai SDK and trained unchanged.",
-  train: (options) =>
-    Effect.gen(function* () {
-      const policy = yield* Policy.trainable({
-        project: "examples",
-        name: Example.modelNameOf("tools-openai", options),
-        base_model: Example.baseModelOf(options, "effect-rl/tiny-2k")
-      })
-      const steps = options.steps ?? 8
-      const summary = yield* TrainingLoop.run({
-        policy,
-        scenarios: scenarios(64, 1),
-        rollout: play,
-        reward,
-        groupsPerStep: 8,
-        rolloutsPerGroup: 8,
-        steps
-      })
-      return { summary, policy }
-    })
-}
+export const example: Example.Example = exampleOf(
+  "tools-openai",
+  "The tool agent of `tools`, written with the openai SDK and trained unchanged.",
+  play
+)
 
 Example.main(example, import.meta.url)

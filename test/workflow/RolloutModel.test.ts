@@ -11,14 +11,13 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { Message } from "../../src/api/ChatMessage.js"
 import { isChoice } from "../../src/api/Trajectory.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutModel from "../../src/workflow/RolloutModel.js"
 import * as Tools from "../../src/workflow/Tools.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
-import { normalized, WorkflowBackend } from "./support.js"
+import { entryKinds, normalized, toolTurnsByHand, WorkflowBackend } from "./support.js"
 
 const Add = Tool.make("add", {
   description: "Adds two numbers",
@@ -58,32 +57,15 @@ describe("RolloutModel against the embedded backend", () => {
           parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }),
           handler: () => Effect.void
         })
-        const viaChat = yield* Rollout.run(
-          policy,
-          Effect.gen(function* () {
-            const tools = [add.definition]
-            const messages: Array<Message> = [
-              { role: "system", content: SYSTEM },
-              { role: "user", content: QUESTION }
-            ]
-            const first = yield* Rollout.chat({ ...request, messages, tools, tool_choice: "required" })
-            const call = first.choices[0]!.message.tool_calls![0]!
-            messages.push(Rollout.assistantMessage(first.choices[0]!), {
-              role: "tool",
-              tool_call_id: call.id!,
-              content: String(a + b)
-            })
-            yield* Rollout.chat({ ...request, messages, tools, tool_choice: "none" })
-          })
-        )
+        const viaChat = yield* toolTurnsByHand(policy, {
+          system: SYSTEM,
+          question: QUESTION,
+          tools: [add.definition],
+          request,
+          result: String(a + b)
+        })
         const entries = viaAi.trajectory.messages_and_choices
-        expect(entries.map((e) => (isChoice(e) ? "choice" : (e as { role: string }).role))).toEqual([
-          "system",
-          "user",
-          "choice",
-          "tool",
-          "choice"
-        ])
+        expect(entryKinds(entries)).toEqual(["system", "user", "choice", "tool", "choice"])
         expect(viaAi.trajectory.additional_histories).toBeUndefined()
         expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
         expect(viaAi.trajectory.tools).toEqual(viaChat.trajectory.tools)

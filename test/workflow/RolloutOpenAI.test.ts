@@ -7,13 +7,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions"
-import type { Message } from "../../src/api/ChatMessage.js"
 import { isChoice } from "../../src/api/Trajectory.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutOpenAI from "../../src/workflow/RolloutOpenAI.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
-import { normalized, WorkflowBackend } from "./support.js"
+import { entryKinds, normalized, toolTurnsByHand, WorkflowBackend } from "./support.js"
 
 const add: ChatCompletionTool = {
   type: "function",
@@ -73,32 +72,15 @@ describe("RolloutOpenAI against the embedded backend", () => {
           policy,
           Effect.flatMap(RolloutOpenAI.client(), (openai) => Effect.promise(() => agent(openai, false)))
         )
-        const viaChat = yield* Rollout.run(
-          policy,
-          Effect.gen(function* () {
-            const messages: Array<Message> = [
-              { role: "system", content: SYSTEM },
-              { role: "user", content: QUESTION }
-            ]
-            const tools = [add] as never
-            const first = yield* Rollout.chat({ ...settings, messages, tools, tool_choice: "required" })
-            const call = first.choices[0]!.message.tool_calls![0]!
-            messages.push(Rollout.assistantMessage(first.choices[0]!), {
-              role: "tool",
-              tool_call_id: call.id!,
-              content: String(viaSdk.value.sum)
-            })
-            yield* Rollout.chat({ ...settings, messages, tools, tool_choice: "none" })
-          })
-        )
+        const viaChat = yield* toolTurnsByHand(policy, {
+          system: SYSTEM,
+          question: QUESTION,
+          tools: [add] as never,
+          request: settings,
+          result: String(viaSdk.value.sum)
+        })
         const entries = viaSdk.trajectory.messages_and_choices
-        expect(entries.map((e) => (isChoice(e) ? "choice" : (e as { role: string }).role))).toEqual([
-          "system",
-          "user",
-          "choice",
-          "tool",
-          "choice"
-        ])
+        expect(entryKinds(entries)).toEqual(["system", "user", "choice", "tool", "choice"])
         expect(viaSdk.trajectory.additional_histories).toBeUndefined()
         expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
         const choices = entries.filter(isChoice)

@@ -4,9 +4,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import type { Message } from "../../src/api/ChatMessage.js"
+import type { Message, Tool } from "../../src/api/ChatMessage.js"
 import { isChoice, type MessageOrChoice } from "../../src/api/Trajectory.js"
 import * as Backend from "../../src/Backend.js"
+import type * as Policy from "../../src/workflow/Policy.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import { DATA_ROOT } from "../server/support.js"
@@ -54,3 +55,41 @@ export const normalized = (entry: MessageOrChoice): unknown => {
   if (typeof json.tool_call_id === "string") json.tool_call_id = "<id>"
   return json
 }
+
+/**
+ * A two-turn tool conversation written by hand with `Rollout.chat` (a system prompt and a question, a turn
+ * that must call a tool, the call's `result`, a turn without calls): what an agent written another way
+ * should record for the same conversation.
+ */
+export const toolTurnsByHand = (
+  policy: Policy.Policy,
+  options: {
+    readonly system: string
+    readonly question: string
+    readonly tools: ReadonlyArray<Tool>
+    readonly request: Partial<Policy.Request>
+    readonly result: string
+  }
+) =>
+  Rollout.run(
+    policy,
+    Effect.gen(function* () {
+      const { request, tools } = options
+      const messages: Array<Message> = [
+        { role: "system", content: options.system },
+        { role: "user", content: options.question }
+      ]
+      const first = yield* Rollout.chat({ ...request, messages, tools, tool_choice: "required" })
+      const call = first.choices[0]!.message.tool_calls![0]!
+      messages.push(Rollout.assistantMessage(first.choices[0]!), {
+        role: "tool",
+        tool_call_id: call.id!,
+        content: options.result
+      })
+      yield* Rollout.chat({ ...request, messages, tools, tool_choice: "none" })
+    })
+  )
+
+/** The kinds of a trajectory's entries: a role, or `choice`. */
+export const entryKinds = (entries: ReadonlyArray<MessageOrChoice>): ReadonlyArray<string> =>
+  entries.map((e) => (isChoice(e) ? "choice" : (e as { readonly role: string }).role))
