@@ -1008,8 +1008,14 @@ export const prepare = <S extends DecodeState>(
   const checked = plan(model, request, options.limits ?? DEFAULT_LIMITS)
   return {
     tokens: checked.n * checked.maxTokens,
-    rounds: () => new Job(model, request, checked, options).rounds(),
-    stream: () => new Job(model, request, checked, options).stream()
+    // The job (and its prefill) is made in the generator's first step, not when the generator is made: on the
+    // server that step runs on the decoding scheduler, in turn with the others, not in the request's handler.
+    rounds: function* () {
+      return yield* new Job(model, request, checked, options).rounds()
+    },
+    stream: function* () {
+      yield* new Job(model, request, checked, options).stream()
+    }
   }
 }
 
