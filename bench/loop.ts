@@ -2,6 +2,7 @@
  * The training loop sequential and pipelined (`offPolicy: { maxStaleness: 1 }`).
  *
  *   npx tsx bench/loop.ts [--gather-s=60] [--train-s=45] [--scale=100] [--steps=6] [--ttt-steps=12] [--ttt=1]
+ *                         [--ttt-runs=1]
  *
  * 1. Against a scripted service (`test/support/ScriptedService.ts`, on the real clock): every step gathers
  *    2 groups x 4 rollouts of 4 turns, all at once, each turn taking `gather-s / 4 / scale` seconds, and its
@@ -10,7 +11,8 @@
  *    its ratio to the ideal max(gather, train) (the sequential loop's ideal being gather + train).
  * 2. On the embedded backend (`--ttt=0` skips it): the tic-tac-toe example (`examples/tictactoe.ts`, 8 games x
  *    8 rollouts a step, evaluated every 5 steps) for `--ttt-steps` steps both ways, with wall time, the first
- *    step's reward and the mean of the last three. On 2 cores the trainer's thread and the decoding share the
+ *    step's reward and the mean of the last three; with `--ttt-runs` > 1 the modes alternate, run after run, and
+ *    the median wall time of each is printed too (other work on the machine moves single runs). On 2 cores the trainer's thread and the decoding share the
  *    CPU, so the overlap is real but partial.
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -27,7 +29,7 @@ import * as Reward from "../src/workflow/Reward.js"
 import * as Rollout from "../src/workflow/Rollout.js"
 import * as TrainingLoop from "../src/workflow/TrainingLoop.js"
 import * as ScriptedService from "../test/support/ScriptedService.js"
-import { fmt, intFlag, printTable } from "./harness.js"
+import { fmt, intFlag, median, printTable } from "./harness.js"
 
 const GATHER_S = intFlag("gather-s", 60)
 const TRAIN_S = intFlag("train-s", 45)
@@ -35,6 +37,7 @@ const SCALE = Math.max(1, intFlag("scale", 100))
 const STEPS = intFlag("steps", 6)
 const TTT_STEPS = intFlag("ttt-steps", 12)
 const TTT = intFlag("ttt", 1) !== 0
+const TTT_RUNS = Math.max(1, intFlag("ttt-runs", 1))
 const TURNS = 4
 
 const gatherMs = (GATHER_S * 1000) / SCALE
@@ -135,16 +138,23 @@ const main = Effect.gen(function* () {
   if (TTT) {
     console.log(`\nembedded backend: tic-tac-toe, ${TTT_STEPS} steps`)
     const ttt: Array<Array<string>> = [["mode", "wall s", "s/step", "first reward", "last-3 reward", "rewards"]]
-    for (const [mode, offPolicy] of modes) {
-      const r = yield* tictactoe(offPolicy, `bench-loop-${mode}`)
-      ttt.push([
-        mode,
-        fmt(r.seconds, 1),
-        fmt(r.seconds / TTT_STEPS, 2),
-        fmt(r.first, 3),
-        fmt(r.last3, 3),
-        r.rewards.map((x) => x.toFixed(2)).join(" ")
-      ])
+    const walls: Record<string, Array<number>> = { sequential: [], pipelined: [] }
+    for (let run = 0; run < TTT_RUNS; run++) {
+      for (const [mode, offPolicy] of modes) {
+        const r = yield* tictactoe(offPolicy, `bench-loop-${mode}-${run}`)
+        walls[mode]!.push(r.seconds)
+        ttt.push([
+          mode,
+          fmt(r.seconds, 1),
+          fmt(r.seconds / TTT_STEPS, 2),
+          fmt(r.first, 3),
+          fmt(r.last3, 3),
+          r.rewards.map((x) => x.toFixed(2)).join(" ")
+        ])
+      }
+    }
+    if (TTT_RUNS > 1) {
+      for (const [mode] of modes) ttt.push([`${mode} median`, fmt(median(walls[mode]!), 1), "", "", "", ""])
     }
     printTable(ttt)
   }
