@@ -97,32 +97,43 @@ export const reward: Reward.Reward<Game, Result> = ({ value }) =>
     metrics: { win: value === "win", draw: value === "draw" }
   })
 
-/** The example: 12 steps of 8 games x 8 rollouts, 16 held-out opponents evaluated every 5 steps. */
+/**
+ * The example's loop: 12 steps of 8 games x 8 rollouts, 16 held-out opponents evaluated every 5 steps;
+ * `loop` adds options of `TrainingLoop.run` (e.g. `offPolicy: { maxStaleness: 1 }` to gather each step while
+ * the step before it trains, or where to keep its `state`).
+ */
+export const train = (
+  options: Example.TrainOptions,
+  loop: Pick<TrainingLoop.Options<Game, Result, unknown, never>, "offPolicy" | "state" | "gather"> = {}
+) =>
+  Effect.gen(function* () {
+    const policy = yield* Policy.trainable({
+      project: "examples",
+      name: Example.modelNameOf("tictactoe", options),
+      base_model: Example.baseModelOf(options)
+    })
+    const summary = yield* TrainingLoop.run({
+      policy,
+      scenarios: Array.from({ length: 200 }, (_, i) => ({ seed: i + 1 })),
+      validation: Array.from({ length: 16 }, (_, i) => ({ seed: 10_000 + i })),
+      rollout: play,
+      reward,
+      groupsPerStep: 8,
+      rolloutsPerGroup: 8,
+      steps: options.steps ?? 12,
+      evalEvery: 5,
+      ...loop
+    })
+    return { summary, policy }
+  })
+
+/** The example: {@link train} with its defaults. */
 export const example: Example.Example = {
   name: "tictactoe",
   description:
     "A multi-turn agent learns tic-tac-toe against a scripted opponent (win 1, draw 0.5, loss 0).\n" +
     "Expect the mean reward to rise from 0.34-0.43 (random play) to 0.67-0.70 over the last three of 12 steps.",
-  train: (options) =>
-    Effect.gen(function* () {
-      const policy = yield* Policy.trainable({
-        project: "examples",
-        name: Example.modelNameOf("tictactoe", options),
-        base_model: Example.baseModelOf(options)
-      })
-      const summary = yield* TrainingLoop.run({
-        policy,
-        scenarios: Array.from({ length: 200 }, (_, i) => ({ seed: i + 1 })),
-        validation: Array.from({ length: 16 }, (_, i) => ({ seed: 10_000 + i })),
-        rollout: play,
-        reward,
-        groupsPerStep: 8,
-        rolloutsPerGroup: 8,
-        steps: options.steps ?? 12,
-        evalEvery: 5
-      })
-      return { summary, policy }
-    })
+  train: (options) => train(options)
 }
 
 Example.main(example, import.meta.url)

@@ -13,7 +13,10 @@
  * - {@link make}: any chat-completions function (a test double, a proxy, another provider).
  *
  * Every completion records the version it used ({@link Policy.version}), so a trajectory knows the policy
- * that sampled it (`initial_policy_version` / `final_policy_version`).
+ * that sampled it (`initial_policy_version` / `final_policy_version`). A trainable policy offers a
+ * {@link Policy.snapshot} (itself held at its current step), which `Rollout.run` takes for each rollout: a
+ * rollout samples from one checkpoint, the one current when it started, even while a training job moves the
+ * policy on (as `TrainingLoop`'s `offPolicy` mode does).
  *
  * @since 0.1.0
  */
@@ -39,6 +42,12 @@ export interface Policy {
   readonly version: Effect.Effect<number | null>
   /** Creates a chat completion with this policy's model (the request's `model` is set from the version). */
   readonly complete: (request: Request) => Effect.Effect<ChatCompletion, ApiError>
+  /**
+   * This policy held at the version it samples from now, not following the trainer any more (a trainable
+   * policy offers it; `Rollout.run` takes one per rollout, so a rollout samples every turn from the checkpoint
+   * it started on even when training moves the policy on meanwhile). Absent: the policy is used as it is.
+   */
+  readonly snapshot?: Effect.Effect<Policy> | undefined
 }
 
 /** A trainable policy: a {@link Policy} whose version the trainer moves on. */
@@ -140,6 +149,13 @@ export const fromModel = (
     const current = yield* Ref.make<number | undefined>(latest)
     const pinned = options.step !== undefined
     const step = Effect.map(Ref.get(current), (s) => s ?? 0)
+    /** The policy held at `at` (`undefined`: the latest checkpoint, before the first one is known). */
+    const heldAt = (at: number | undefined): Policy => ({
+      name: artifactName(model),
+      model: Option.some(model),
+      version: Effect.succeed(at ?? 0),
+      complete: (request) => sample({ ...request, model: artifactName(model, at) })
+    })
     return {
       name: artifactName(model),
       model: Option.some(model) as Option.Some<Model>,
@@ -149,6 +165,7 @@ export const fromModel = (
       pinned,
       setStep: (next) => (pinned ? Effect.void : Ref.set(current, next)),
       complete: (request) =>
-        Effect.flatMap(Ref.get(current), (at) => sample({ ...request, model: artifactName(model, at) }))
+        Effect.flatMap(Ref.get(current), (at) => sample({ ...request, model: artifactName(model, at) })),
+      snapshot: Effect.map(Ref.get(current), heldAt)
     }
   })

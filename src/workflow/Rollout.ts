@@ -226,6 +226,11 @@ const historyOf = (history: { readonly entries: ReadonlyArray<unknown>; readonly
  * same name wins). They go in `metrics`, not `auto_metrics`: the hosted service keeps the former and drops
  * the latter. The code's failure is the rollout's failure.
  *
+ * A policy that offers a `snapshot` (a trainable one) is held at its current version for the whole rollout:
+ * every turn samples from the checkpoint current when the rollout started, even if a training job moves the
+ * policy on meanwhile, so `initial_policy_version` and `final_policy_version` name the one checkpoint that
+ * sampled it.
+ *
  * When traced (see `Tracing`), the rollout is a call (inputs its metadata, output its messages and value) with
  * its chat completions as children; under `Gather`, the gatherer's call for the rollout (which also carries
  * the scenario and the reward) is that call.
@@ -250,12 +255,14 @@ export const run = <A, E, R>(
   )
 
 const record = <A, E, R>(
-  policy: Policy,
+  policy_: Policy,
   body: Effect.Effect<A, E, R>,
   options: RunOptions
 ): Effect.Effect<Finished<A>, E, Exclude<R, Current>> =>
   Effect.gen(function* () {
     const recorder = new Recorder(options.metadata)
+    // One checkpoint per rollout: the one current now, even if training moves the policy on meanwhile.
+    const policy = policy_.snapshot === undefined ? policy_ : yield* policy_.snapshot
     const initialVersion = yield* policy.version
     const start = yield* Clock.currentTimeMillis
     const value = yield* Effect.provideService(body, Current, { policy, recorder })

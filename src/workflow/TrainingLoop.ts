@@ -30,10 +30,45 @@
  * **Tracing.** With a `Tracing` layer provided, each step is a call (`step <n>`) whose descendants are its
  * rollouts (and its evaluation), with the step's report as output; see `Tracing`.
  *
+ * **Off-policy (pipelined) steps.** By default a step gathers, then trains, then the next one gathers: the
+ * rollouts wait for the trainer and the trainer for the rollouts, so a step takes gather + train. With
+ * `offPolicy: { maxStaleness: 1 }`, step `k + 1` gathers on checkpoint `k` while step `k`'s job trains
+ * checkpoint `k` into `k + 1`, so a step takes about max(gather, train). The policy moves to each new
+ * checkpoint as soon as its job ends: rollouts that start after sample from it, rollouts already running finish
+ * on the checkpoint they started on (`Rollout.run` holds a trainable policy's version per rollout), and each
+ * trajectory records that version (`initial_policy_version` / `final_policy_version`). Gathering runs at most
+ * `maxStaleness` checkpoints ahead (step `k` starts gathering once checkpoint `k - maxStaleness` exists), and a
+ * trajectory sampled more than `maxStaleness` checkpoints before the weights its job trains is dropped (counted
+ * in the report's `staleness.dropped` and the metric {@link staleTrajectoriesDropped}; a step left with none is
+ * gathered again). Jobs still run one at a time, in step order, each recorded in `state` as above; evaluation
+ * at step `k` runs on checkpoint `k` before its job is submitted; `stopAt` is checked after each job, and
+ * whatever was gathered ahead is then dropped (interrupted); retention keeps at least the `maxStaleness + 1`
+ * latest checkpoints while the loop runs (rollouts ahead still sample from them) and prunes as asked at the
+ * end; each step's traced call spans its gathering and its training. A step's `seconds` is then its share of
+ * the wall time (from the end of the step before).
+ *
+ * The importance-sampling keys of `config` (`experimental_config`) are what make stale trajectories safe to
+ * train on: the ratio `rho = exp(l_new - l_old)` compares the weights being trained with the logprobs the
+ * trajectory recorded at sampling (the embedded trainer uses exactly those), so one checkpoint of staleness
+ * shows up in `rho` and is corrected. For a pipelined loop:
+ * - leave `precalculate_logprobs` off: it recomputes `l_old` with the current weights, so `rho` starts at 1
+ *   and the staleness is not corrected (unless with `truncated_importance_sampling`, below);
+ * - keep the ratio bounded: the clip (`epsilon` / `epsilon_high`; CISPO's default upper bound of 5 is loose,
+ *   `epsilon_high: 1` to 2 suits stale data), `max_negative_advantage_importance_sampling_weight` (e.g. 2 to
+ *   5: `rho <- min(rho, M)`), or `mask_prob_ratio: true` (tokens whose ratio leaves the clip bounds are not
+ *   trained);
+ * - `importance_sampling_level: "sequence"` (or `"geometric_average"`) for long, multi-turn trajectories, whose
+ *   per-token ratios are noisy; `"token"` (the default) for short ones;
+ * - or the decoupled form: `precalculate_logprobs: true` with `truncated_importance_sampling: U` (e.g. 2): the
+ *   clip acts around the current weights and each token is weighted by `min(exp(l_current - l_sampled), U)`.
+ * `maxStaleness` 1 is the usual choice: it already hides the shorter of gathering and training.
+ *
  * ```ts
  * const summary = yield* TrainingLoop.run({
  *   policy, scenarios, rollout: play, reward: Reward.fromFunction(({ value }) => value),
- *   groupsPerStep: 4, rolloutsPerGroup: 8, steps: 10
+ *   groupsPerStep: 4, rolloutsPerGroup: 8, steps: 10,
+ *   offPolicy: { maxStaleness: 1 },                       // optional: gather the next step while this one trains
+ *   config: { max_negative_advantage_importance_sampling_weight: 4 }
  * })
  * ```
  *
@@ -42,11 +77,14 @@
 import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import type { ExperimentalConfig } from "../api/TrainingJob.js"
+import type { TrajectoryGroup } from "../api/Trajectory.js"
 import type { ApiError } from "../client/ApiError.js"
 import type { TrainingClient } from "../client/TrainingClient.js"
 import * as Gather from "./Gather.js"
+import * as Pipeline from "./internal/pipeline.js"
 import { toJson } from "./internal/tracing.js"
 import * as Metrics from "./Metrics.js"
 import type { Trainable } from "./Policy.js"
@@ -111,6 +149,34 @@ export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = ne
   readonly state?: Submissions.Location | false | undefined
   /** Called after each step with its report. */
   readonly onStep?: ((report: StepReport) => Effect.Effect<void>) | undefined
+  /**
+   * Pipelined, off-policy steps (see "Off-policy" in the module): the next steps gather while the current
+   * one's job trains, on weights at most `maxStaleness` checkpoints behind those their job trains. Default:
+   * none, each step gathers on the weights it trains (on-policy, sequential).
+   */
+  readonly offPolicy?: OffPolicy | undefined
+}
+
+/** The pipelined mode of {@link run}. */
+export interface OffPolicy {
+  /**
+   * The most checkpoints between the weights that sampled a trajectory and the weights its job trains: an
+   * integer, 1 or more (1: step `k + 1` gathers on checkpoint `k` while step `k`'s job makes checkpoint
+   * `k + 1`); 0 is the sequential loop.
+   */
+  readonly maxStaleness: number
+}
+
+/** How far behind the weights its job trained a step's trajectories were sampled (off-policy loops). */
+export interface Staleness {
+  /** The bound, `offPolicy.maxStaleness`. */
+  readonly bound: number
+  /** The most checkpoints between a trained trajectory's sampling weights and the weights trained. */
+  readonly max: number
+  /** The mean of that over the trajectories trained. */
+  readonly mean: number
+  /** Trajectories dropped for being sampled more than `bound` checkpoints back. */
+  readonly dropped: number
 }
 
 /** What one step did. */
@@ -125,8 +191,13 @@ export interface StepReport {
   readonly training: Record<string, number>
   /** The validation metrics, when the policy was evaluated at this step. */
   readonly validation?: Metrics.Metrics | undefined
-  /** Wall time of the step, in seconds. */
+  /**
+   * Wall time of the step, in seconds; in an off-policy loop, from the end of the step before (or the start)
+   * to the end of this one, its share of the loop's wall time (its gathering began earlier).
+   */
   readonly seconds: number
+  /** With `offPolicy`: how stale the trained trajectories were, and how many were dropped. */
+  readonly staleness?: Staleness | undefined
 }
 
 /** Why the loop ended. */
@@ -181,8 +252,55 @@ const reached = (metrics: Metrics.Metrics, stopAt: NonNullable<Options<never, ne
   return stopAt.direction === "min" ? value <= stopAt.value : value >= stopAt.value
 }
 
+/** The fewest checkpoints between the weights that sampled a trajectory and checkpoint `step`, if recorded. */
+const stalenessOf = (step: number, trajectory: TrajectoryGroup["trajectories"][number]): number | undefined => {
+  const versions = [trajectory.initial_policy_version, trajectory.final_policy_version].filter(
+    (v): v is number => typeof v === "number"
+  )
+  return versions.length === 0 ? undefined : step - Math.min(...versions)
+}
+
 /**
- * Runs the loop (see the module comment): from the policy's current step to `steps`, or until `stopAt`.
+ * The groups of step `step` without the trajectories sampled more than `bound` checkpoints before it (a group
+ * left without any goes), and how stale the rest are. A trajectory that records no version is kept.
+ */
+export const dropStale = (
+  step: number,
+  bound: number,
+  groups: ReadonlyArray<TrajectoryGroup>
+): { readonly groups: ReadonlyArray<TrajectoryGroup>; readonly staleness: Staleness } => {
+  let dropped = 0
+  let sum = 0
+  let counted = 0
+  let max = 0
+  const kept = groups.flatMap((group) => {
+    const trajectories = group.trajectories.filter((trajectory) => {
+      const staleness = stalenessOf(step, trajectory)
+      if (staleness === undefined) return true
+      if (staleness > bound) {
+        dropped++
+        return false
+      }
+      sum += staleness
+      counted++
+      max = Math.max(max, staleness)
+      return true
+    })
+    if (trajectories.length === group.trajectories.length) return [group]
+    return trajectories.length === 0 ? [] : [{ ...group, trajectories }]
+  })
+  return { groups: kept, staleness: { bound, max, mean: counted === 0 ? 0 : sum / counted, dropped } }
+}
+
+/** Trajectories `TrainingLoop.run` dropped for being sampled too many checkpoints back (`offPolicy`). */
+export const staleTrajectoriesDropped = Metric.counter("effect_rl_stale_trajectories_dropped", {
+  description: "trajectories dropped by the off-policy training loop for exceeding offPolicy.maxStaleness",
+  incremental: true
+})
+
+/**
+ * Runs the loop (see the module comment): from the policy's current step to `steps`, or until `stopAt`;
+ * with `offPolicy`, the next steps gather while the current one trains.
  */
 export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
   options: Options<S, A, E, R, ER, RR, EG, RG>
@@ -198,6 +316,10 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     const state = options.state === false ? undefined : (options.state ?? Submissions.DEFAULT_DIRECTORY)
     const validation = options.validation ?? []
     const evaluates = evalEvery > 0 && validation.length > 0
+    const bound = options.offPolicy?.maxStaleness ?? 0
+    if (!(Number.isInteger(bound) && bound >= 0)) {
+      return yield* Effect.dieMessage(`offPolicy.maxStaleness must be an integer >= 0, got ${bound}`)
+    }
 
     const gatherOptions = {
       policy,
@@ -226,8 +348,76 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
       })
     ).pipe(Effect.withSpan("TrainingLoop.evaluate"))
 
-    /** One step: evaluate (when due), gather, log, train, prune; when traced, a call over all of it. */
-    const runStep = (step: number) =>
+    /** The validation metrics of the policy as it is now, when evaluation is due at `step`. */
+    const validationAt = (step: number) =>
+      evaluates && step % evalEvery === 0 ? evaluate : Effect.succeed<Metrics.Metrics | undefined>(undefined)
+
+    /** The training groups of a step, gathered with the policy as it is (and as it moves on). */
+    const gatherStep = (step: number) =>
+      Effect.map(
+        Gather.groups({
+          ...gatherOptions,
+          scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
+          rolloutsPerGroup: options.rolloutsPerGroup,
+          metadata: (_, index) => ({ step, group: index })
+        }),
+        Gather.trajectoryGroups
+      )
+
+    // While gathering runs ahead, rollouts in flight sample from the last `bound` checkpoints: keep them.
+    const retentionDuring =
+      options.retention === undefined || bound === 0
+        ? options.retention
+        : { ...options.retention, keepLatest: Math.max(options.retention.keepLatest ?? 1, bound + 1) }
+
+    type Report = Omit<StepReport, "seconds">
+    const withValidation = (validationMetrics: Metrics.Metrics | undefined) =>
+      validationMetrics === undefined ? {} : { validation: validationMetrics }
+
+    /** A job an earlier run submitted for this step, followed to its end instead of gathering it again. */
+    const resumed = (step: number, validationMetrics: Metrics.Metrics | undefined) =>
+      Effect.gen(function* () {
+        if (state === undefined) return Option.none<Report>()
+        const found = yield* Trainer.resume(policy, { ...options.follow, state })
+        if (Option.isNone(found)) return Option.none<Report>()
+        if (retentionDuring !== undefined) yield* Trainer.prune(policy, retentionDuring)
+        return Option.some<Report>({
+          step,
+          trainedStep: found.value.step,
+          train: found.value.submission.metrics ?? {},
+          training: found.value.metrics,
+          ...withValidation(validationMetrics)
+        })
+      })
+
+    /** Logs a step's groups, trains on them and prunes. */
+    const trainOn = (
+      step: number,
+      groups: ReadonlyArray<TrajectoryGroup>,
+      validationMetrics: Metrics.Metrics | undefined,
+      staleness: Staleness | undefined
+    ) =>
+      Effect.gen(function* () {
+        const train = Metrics.compute(groups)
+        yield* Trainer.log(policy, groups, "train")
+        const result = yield* Trainer.train(policy, groups, {
+          ...options.follow,
+          ...(state === undefined ? {} : { state }),
+          ...(options.config === undefined ? {} : { config: options.config })
+        })
+        if (retentionDuring !== undefined) yield* Trainer.prune(policy, retentionDuring)
+        return {
+          step,
+          trainedStep: result.step,
+          train,
+          training: result.metrics,
+          ...withValidation(validationMetrics),
+          ...(staleness === undefined ? {} : { staleness })
+        } satisfies Report
+      })
+
+    /** A step as a traced call (when a `Tracing` layer is provided) over all of it. */
+    const traced = <E2, R2>(step: number, body: Effect.Effect<StepReport, E2, R2>) =>
       Tracing.call(
         () => ({
           op: Tracing.STEP_OP,
@@ -235,46 +425,22 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           inputs: { step, model: policy.name, groups: options.groupsPerStep, rollouts: options.rolloutsPerGroup },
           output: (report: StepReport) => toJson(report)
         }),
+        body
+      )
+
+    /** One step of the sequential loop: evaluate (when due), gather, log, train, prune. */
+    const runStep = (step: number) =>
+      traced(
+        step,
         Effect.gen(function* () {
           const started = yield* Clock.currentTimeMillis
-          const validationMetrics = evaluates && step % evalEvery === 0 ? yield* evaluate : undefined
-          // A job an earlier run submitted for this step: followed, not gathered and submitted again.
-          const resumed =
-            state === undefined ? Option.none() : yield* Trainer.resume(policy, { ...options.follow, state })
-          if (Option.isSome(resumed)) {
-            if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
-            return {
-              step,
-              trainedStep: resumed.value.step,
-              train: resumed.value.submission.metrics ?? {},
-              training: resumed.value.metrics,
-              ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
-              seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
-            } satisfies StepReport
-          }
-          const gathered = yield* Gather.groups({
-            ...gatherOptions,
-            scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
-            rolloutsPerGroup: options.rolloutsPerGroup,
-            metadata: (_, index) => ({ step, group: index })
-          })
-          const groups = Gather.trajectoryGroups(gathered)
-          const train = Metrics.compute(groups)
-          yield* Trainer.log(policy, groups, "train")
-          const result = yield* Trainer.train(policy, groups, {
-            ...options.follow,
-            ...(state === undefined ? {} : { state }),
-            ...(options.config === undefined ? {} : { config: options.config })
-          })
-          if (options.retention !== undefined) yield* Trainer.prune(policy, options.retention)
-          return {
-            step,
-            trainedStep: result.step,
-            train,
-            training: result.metrics,
-            ...(validationMetrics === undefined ? {} : { validation: validationMetrics }),
-            seconds: ((yield* Clock.currentTimeMillis) - started) / 1000
-          } satisfies StepReport
+          const validationMetrics = yield* validationAt(step)
+          const seconds = Effect.map(Clock.currentTimeMillis, (now) => (now - started) / 1000)
+          const earlier = yield* resumed(step, validationMetrics)
+          if (Option.isSome(earlier)) return { ...earlier.value, seconds: yield* seconds } satisfies StepReport
+          const groups = yield* gatherStep(step)
+          const report = yield* trainOn(step, groups, validationMetrics, undefined)
+          return { ...report, seconds: yield* seconds } satisfies StepReport
         })
       )
 
@@ -283,25 +449,102 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     let step = startStep
     let stoppedBy: StopReason = "budget"
     let lastValidation: { readonly step: number; readonly metrics: Metrics.Metrics } | undefined
-    yield* Effect.logInfo(`training loop: from step ${startStep} to ${options.steps}`)
+    yield* Effect.logInfo(
+      `training loop: from step ${startStep} to ${options.steps}` +
+        (bound === 0 ? "" : `, gathering up to ${bound} checkpoint(s) ahead of training`)
+    )
 
-    while (step < options.steps) {
-      const report = yield* runStep(step)
-      const { train, validation: validationMetrics } = report
-      if (validationMetrics !== undefined) lastValidation = { step, metrics: validationMetrics }
-      reports.push(report)
-      yield* Effect.logInfo(
-        `step ${step} -> ${report.trainedStep}: reward ${train.reward?.toFixed(3) ?? "-"}` +
-          (validationMetrics?.reward === undefined ? "" : `, val reward ${validationMetrics.reward.toFixed(3)}`) +
-          ` (${report.seconds.toFixed(1)} s)`
-      )
-      if (options.onStep !== undefined) yield* options.onStep(report)
-      // A backend numbering checkpoints its own way still moves the loop on.
-      step = Math.max(report.trainedStep, step + 1)
-      if (options.stopAt !== undefined && reached(validationMetrics ?? train, options.stopAt)) {
-        stoppedBy = "target"
-        break
+    /** Takes a step's report: `true` to go on. */
+    const take = (at: number, report: StepReport) =>
+      Effect.gen(function* () {
+        const { train, validation: validationMetrics } = report
+        if (validationMetrics !== undefined) lastValidation = { step: at, metrics: validationMetrics }
+        reports.push(report)
+        const stale = report.staleness
+        yield* Effect.logInfo(
+          `step ${at} -> ${report.trainedStep}: reward ${train.reward?.toFixed(3) ?? "-"}` +
+            (validationMetrics?.reward === undefined ? "" : `, val reward ${validationMetrics.reward.toFixed(3)}`) +
+            (stale === undefined
+              ? ""
+              : `, staleness ${stale.mean.toFixed(2)} (max ${stale.max}${stale.dropped > 0 ? `, ${stale.dropped} dropped` : ""})`) +
+            ` (${report.seconds.toFixed(1)} s)`
+        )
+        if (options.onStep !== undefined) yield* options.onStep(report)
+        // A backend numbering checkpoints its own way still moves the loop on.
+        step = Math.max(report.trainedStep, at + 1)
+        if (options.stopAt !== undefined && reached(validationMetrics ?? train, options.stopAt)) {
+          stoppedBy = "target"
+          return false
+        }
+        return true
+      })
+
+    if (bound === 0) {
+      while (step < options.steps) {
+        const at = step
+        if (!(yield* take(at, yield* runStep(at)))) break
       }
+    } else {
+      // Off-policy: a step's seconds run from the end of the one before (the loop's wall time per step).
+      let lastEnd = yield* Clock.currentTimeMillis
+      const sinceLastEnd = Effect.map(Clock.currentTimeMillis, (now) => (now - lastEnd) / 1000)
+      const recorded = (at: number) =>
+        state === undefined || at !== startStep
+          ? Effect.succeed(false)
+          : Submissions.get(state, policy.record.id, at).pipe(
+              Effect.map(Option.isSome),
+              Effect.orElseSucceed(() => false)
+            )
+      yield* Pipeline.run<
+        ReadonlyArray<TrajectoryGroup> | undefined,
+        StepReport,
+        Gather.GatherError | EG | ApiError | Trainer.TrainingFailed | Trainer.TrainerError,
+        Exclude<R, Current> | RR | RG | TrainingClient
+      >({
+        from: startStep,
+        to: options.steps,
+        maxStaleness: bound,
+        around: (at, body) => traced(at, body),
+        // A step an earlier run submitted a job for is followed, not gathered (`undefined`).
+        gather: (at) =>
+          Effect.flatMap(recorded(at), (found) =>
+            found ? Effect.succeed(undefined) : Effect.map(gatherStep(at), (groups) => groups)
+          ),
+        train: (at, gathered) =>
+          Effect.gen(function* () {
+            const validationMetrics = yield* validationAt(at)
+            if (gathered === undefined) {
+              const earlier = yield* resumed(at, validationMetrics)
+              if (Option.isSome(earlier)) return { ...earlier.value, seconds: yield* sinceLastEnd } satisfies StepReport
+            }
+            let { groups, staleness } = dropStale(at, bound, gathered ?? [])
+            if (staleness.dropped > 0) yield* Metric.incrementBy(staleTrajectoriesDropped, staleness.dropped)
+            if (gathered === undefined || (staleness.dropped > 0 && countOf(groups) === 0)) {
+              // Nothing left to train on (or nothing gathered): gather the step again, on checkpoint `at`.
+              if (gathered !== undefined) {
+                yield* Effect.logWarning(
+                  `step ${at}: every trajectory was sampled more than ${bound} checkpoint(s) back; gathering it again`
+                )
+              }
+              const again = dropStale(at, bound, yield* gatherStep(at))
+              groups = again.groups
+              staleness = { ...again.staleness, dropped: again.staleness.dropped + staleness.dropped }
+            }
+            const report = yield* trainOn(at, groups, validationMetrics, staleness)
+            return { ...report, seconds: yield* sinceLastEnd } satisfies StepReport
+          }),
+        accept: (at, report) =>
+          Effect.flatMap(take(at, report), (goOn) =>
+            Effect.as(
+              Effect.map(Clock.currentTimeMillis, (now) => {
+                lastEnd = now
+              }),
+              goOn
+            )
+          )
+      })
+      // Retention as asked for, now that no rollout samples from the checkpoints kept for gathering ahead.
+      if (options.retention !== undefined && reports.length > 0) yield* Trainer.prune(policy, options.retention)
     }
 
     let finalValidation = lastValidation?.step === step ? lastValidation.metrics : undefined
@@ -314,3 +557,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
       stoppedBy
     } satisfies Summary
   }).pipe(Effect.withSpan("TrainingLoop.run"))
+
+/** The trajectories of some groups. */
+const countOf = (groups: ReadonlyArray<TrajectoryGroup>): number =>
+  groups.reduce((n, group) => n + group.trajectories.length, 0)
