@@ -71,6 +71,8 @@ try {
   const load = Promise.all(completions()).finally(() => {
     busy = false
   })
+  // Failures surface at `await load` below, inside the try (the server is stopped whatever happens).
+  load.catch(() => undefined)
   await sleep(100)
   show("64 completions in flight", await probe(() => busy), idle)
   await load
@@ -102,6 +104,7 @@ try {
   const both = Promise.all(completions()).finally(() => {
     busy = false
   })
+  both.catch(() => undefined)
   await sleep(100)
   show("64 completions and an RL job training", await probe(() => busy), idle)
   await both
