@@ -62,20 +62,26 @@ const show = (name: string, r: Awaited<ReturnType<typeof probe>>, base?: Awaited
     `${name.padEnd(40)} ${String(r.n).padStart(4)} probes: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms${base === undefined ? "" : ` (p99 ${(r.p99 / base.p99).toFixed(1)}x idle)`}`
   )
 
+/** Probes while 64 completions run (from 100 ms after they start until they end), then waits for them. */
+const underLoad = async () => {
+  let busy = true
+  const load = Promise.all(completions()).finally(() => {
+    busy = false
+  })
+  // A failure surfaces at `await load`, inside the caller's try (the server is stopped whatever happens).
+  load.catch(() => undefined)
+  await sleep(100)
+  const probed = await probe(() => busy)
+  await load
+  return probed
+}
+
 try {
   console.log(`load average ${loadavg()[0]!.toFixed(2)}`)
   const idle = await probe(() => true)
   show("idle (baseline)", idle)
 
-  let busy = true
-  const load = Promise.all(completions()).finally(() => {
-    busy = false
-  })
-  // Failures surface at `await load` below, inside the try (the server is stopped whatever happens).
-  load.catch(() => undefined)
-  await sleep(100)
-  show("64 completions in flight", await probe(() => busy), idle)
-  await load
+  show("64 completions in flight", await underLoad(), idle)
 
   // A large RL job: 64 choices of 200 tokens in 8 groups, then the same 64 completions while it trains.
   const model = (await post("/v1/preview/models", {
@@ -100,14 +106,7 @@ try {
     }))
   }))
   await post("/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups })
-  busy = true
-  const both = Promise.all(completions()).finally(() => {
-    busy = false
-  })
-  both.catch(() => undefined)
-  await sleep(100)
-  show("64 completions and an RL job training", await probe(() => busy), idle)
-  await both
+  show("64 completions and an RL job training", await underLoad(), idle)
 } finally {
   await stopServer(server.child)
   rmSync(dir, { recursive: true, force: true })

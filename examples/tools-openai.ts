@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import { Example } from "effect-rl"
 import * as RolloutOpenAI from "effect-rl/RolloutOpenAI"
 import type OpenAI from "openai"
-import { ANSWERS, CITIES, exampleOf, type Played, question, type Scenario } from "./tools.js"
+import { ANSWERS, CITIES, type City, exampleOf, type Played, question, type Scenario } from "./tools.js"
 
 const city = {
   type: "object",
@@ -37,11 +37,14 @@ export const agent = async (openai: OpenAI, scenario: Scenario): Promise<Played>
   })
   const message = first.choices[0]!.message
   messages.push(message)
-  for (const call of message.tool_calls ?? []) {
-    if (call.type !== "function") continue
-    const where = (JSON.parse(call.function.arguments) as { city: Scenario["city"] }).city
-    const result = call.function.name === "weather" ? scenario.weather[where] : scenario.time[where]
-    messages.push({ role: "tool", tool_call_id: call.id, content: result })
+  const calls = (message.tool_calls ?? []).flatMap((call) =>
+    call.type === "function"
+      ? [{ id: call.id, name: call.function.name, city: (JSON.parse(call.function.arguments) as { city: City }).city }]
+      : []
+  )
+  for (const { id, name, city } of calls) {
+    const result = name === "weather" ? scenario.weather[city] : scenario.time[city]
+    messages.push({ role: "tool", tool_call_id: id, content: result })
   }
   const second = await openai.chat.completions.create({
     model: "policy",
@@ -58,10 +61,9 @@ export const agent = async (openai: OpenAI, scenario: Scenario): Promise<Played>
       }
     }
   })
-  const call = message.tool_calls?.[0]
   return {
-    tool: call?.type === "function" ? call.function.name : undefined,
-    city: call?.type === "function" ? (JSON.parse(call.function.arguments) as { city: string }).city : undefined,
+    tool: calls[0]?.name,
+    city: calls[0]?.city,
     answer: (JSON.parse(second.choices[0]!.message.content ?? "{}") as { answer?: string }).answer ?? null
   }
 }

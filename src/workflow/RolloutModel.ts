@@ -30,14 +30,13 @@ import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import * as Effect from "effect/Effect"
-import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { ChatCompletion, ToolChoice } from "../api/ChatCompletion.js"
 import type { AssistantMessage, Message, Tool as WireTool } from "../api/ChatMessage.js"
-import type { JsonObject } from "../api/Json.js"
 import type { Request } from "./Policy.js"
 import * as Rollout from "./Rollout.js"
+import { parametersOf } from "./Tools.js"
 
 /** Options of {@link layer}. */
 export interface Options {
@@ -52,12 +51,6 @@ const MODULE = "RolloutModel"
 
 const malformedInput = (method: string, description: string) =>
   new AiError.MalformedInput({ module: MODULE, method, description })
-
-const jsonSchemaOf = (ast: Parameters<typeof JSONSchema.fromAST>[0]): JsonObject => {
-  const defs: Record<string, JSONSchema.JsonSchema7> = {}
-  const json = JSONSchema.fromAST(ast, { definitions: defs, topLevelReferenceStrategy: "skip" })
-  return (Object.keys(defs).length === 0 ? json : { ...json, $defs: defs }) as unknown as JsonObject
-}
 
 const resultText = (result: unknown): string => (typeof result === "string" ? result : (JSON.stringify(result) ?? ""))
 
@@ -141,7 +134,7 @@ const toolsOf = (
       function: {
         name: tool.name,
         ...(description === undefined ? {} : { description }),
-        parameters: jsonSchemaOf(tool.parametersSchema.ast)
+        parameters: parametersOf(tool.parametersSchema)
       }
     })
   })
@@ -258,7 +251,7 @@ export const make = (options: Options = {}): Effect.Effect<LanguageModel.Service
             ? {
                 response_format: {
                   type: "json_schema",
-                  json_schema: { name: format.objectName, schema: jsonSchemaOf(format.schema.ast), strict: true }
+                  json_schema: { name: format.objectName, schema: parametersOf(format.schema), strict: true }
                 }
               }
             : {})

@@ -22,12 +22,14 @@
  *
  * @since 0.1.0
  */
+
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type * as AST from "effect/SchemaAST"
 import type { ResponseToolCall } from "../api/ChatCompletion.js"
 import type { Message, Tool, ToolMessage } from "../api/ChatMessage.js"
 import type { JsonObject } from "../api/Json.js"
@@ -83,7 +85,7 @@ export interface MakeOptions<Params, I, Result, E, R> {
  * The JSON Schema of a parameters schema, as a tool's `parameters`: no `$schema` (it costs prompt tokens and
  * says nothing to the model), definitions under `$defs` when the schema has named parts.
  */
-export const parametersOf = (schema: Schema.Schema.AnyNoContext): JsonObject => {
+export const parametersOf = (schema: { readonly ast: AST.AST }): JsonObject => {
   const defs: Record<string, JSONSchema.JsonSchema7> = {}
   const json = JSONSchema.fromAST(schema.ast, { definitions: defs, topLevelReferenceStrategy: "skip" })
   return (Object.keys(defs).length === 0 ? json : { ...json, $defs: defs }) as unknown as JsonObject
@@ -287,6 +289,8 @@ export const run = <T extends Any>(
     let turns = 0
     let answer: string | null = null
     let stop: Outcome["stop"] = "turns"
+    // The last turn's tool results (sent back with the next turn, or appended when the limit ends the loop).
+    let results: ReadonlyArray<ToolMessage> = []
     // Every loop's rollout carries the three metrics, so that their means over a group count the zeros.
     for (const name of Object.values(METRICS)) yield* addMetric(name, 0)
     while (turns < maxTurns) {
@@ -306,7 +310,7 @@ export const run = <T extends Any>(
       const ran = yield* Effect.forEach(made, (call, i) => runCall(byName, call, ids[i]!, fail), {
         concurrency: options.concurrency ?? "unbounded"
       })
-      ran.forEach((result, i) => {
+      results = ran.map((result, i) => {
         const call = made[i]!
         calls.push({
           turn: turns,
@@ -316,16 +320,15 @@ export const run = <T extends Any>(
           result: result.text,
           failed: result.failed
         })
-        messages.push({ role: "tool", tool_call_id: ids[i]!, content: result.text } satisfies ToolMessage)
+        return { role: "tool", tool_call_id: ids[i]!, content: result.text } satisfies ToolMessage
       })
+      messages.push(...results)
       const failed = ran.filter((result) => result.failed).length
       yield* addMetric(METRICS.calls, made.length)
       yield* addMetric(METRICS.errors, failed)
     }
     yield* addMetric(METRICS.turns, turns)
     // The results of the last turn's calls, when the limit cut the loop: the trajectory keeps them too.
-    if (stop === "turns") {
-      yield* Rollout.append(...messages.slice(messages.length - calls.filter((c) => c.turn === turns).length))
-    }
+    if (stop === "turns") yield* Rollout.append(...results)
     return { answer, stop, turns, calls, messages }
   })

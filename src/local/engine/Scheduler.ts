@@ -31,11 +31,6 @@ export class Scheduler {
 
   constructor(readonly turnMs: number = TURN_MS) {}
 
-  /** The tasks waiting or running. */
-  get size(): number {
-    return this.tasks.length
-  }
-
   /** Adds a task; its first step runs on a later turn. */
   add(task: Task): void {
     this.tasks.push(task)
