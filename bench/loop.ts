@@ -12,8 +12,10 @@
  * 2. On the embedded backend (`--ttt=0` skips it): the tic-tac-toe example (`examples/tictactoe.ts`, 8 games x
  *    8 rollouts a step, evaluated every 5 steps) for `--ttt-steps` steps both ways, with wall time, the first
  *    step's reward and the mean of the last three; with `--ttt-runs` > 1 the modes alternate, run after run, and
- *    the median wall time of each is printed too (other work on the machine moves single runs). On 2 cores the trainer's thread and the decoding share the
- *    CPU, so the overlap is real but partial.
+ *    the median wall time of each is printed too (other work on the machine moves single runs). "main busy" is the
+ *    event loop's utilisation over the run (the main thread serves HTTP, decodes and runs the loop; training runs
+ *    on its own thread), "cores" the process's CPU time over wall time: on 2 cores a pipelined loop is bounded by
+ *    the main thread (near 100% busy) where the sequential one leaves it idle while a job trains.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -83,6 +85,8 @@ const tictactoe = (offPolicy: TrainingLoop.OffPolicy | undefined, name: string) 
   Effect.gen(function* () {
     const { train } = yield* Effect.promise(() => import("../examples/tictactoe.js"))
     const dir = mkdtempSync(join(tmpdir(), "effect-rl-bench-loop-"))
+    const elu = performance.eventLoopUtilization()
+    const cpu = process.cpuUsage()
     const started = performance.now()
     const { summary } = yield* train(
       { steps: TTT_STEPS, modelName: name },
@@ -93,6 +97,9 @@ const tictactoe = (offPolicy: TrainingLoop.OffPolicy | undefined, name: string) 
       }
     ).pipe(Effect.provide(Backend.local({ dataDir: join(dir, "data") })))
     const seconds = (performance.now() - started) / 1000
+    const mainBusy = performance.eventLoopUtilization(elu).utilization
+    const used = process.cpuUsage(cpu)
+    const cores = (used.user + used.system) / 1e6 / seconds
     rmSync(dir, { recursive: true, force: true })
     const rewards = summary.steps.map((s) => s.train.reward ?? 0)
     const last3 = rewards.slice(-3)
@@ -100,7 +107,9 @@ const tictactoe = (offPolicy: TrainingLoop.OffPolicy | undefined, name: string) 
       seconds,
       first: rewards[0] ?? Number.NaN,
       last3: last3.reduce((a, b) => a + b, 0) / last3.length,
-      rewards
+      rewards,
+      mainBusy,
+      cores
     }
   })
 
@@ -137,7 +146,9 @@ const main = Effect.gen(function* () {
 
   if (TTT) {
     console.log(`\nembedded backend: tic-tac-toe, ${TTT_STEPS} steps`)
-    const ttt: Array<Array<string>> = [["mode", "wall s", "s/step", "first reward", "last-3 reward", "rewards"]]
+    const ttt: Array<Array<string>> = [
+      ["mode", "wall s", "s/step", "main busy", "cores", "first reward", "last-3 reward", "rewards"]
+    ]
     const walls: Record<string, Array<number>> = { sequential: [], pipelined: [] }
     for (let run = 0; run < TTT_RUNS; run++) {
       for (const [mode, offPolicy] of modes) {
@@ -147,6 +158,8 @@ const main = Effect.gen(function* () {
           mode,
           fmt(r.seconds, 1),
           fmt(r.seconds / TTT_STEPS, 2),
+          `${fmt(100 * r.mainBusy, 0)}%`,
+          fmt(r.cores, 2),
           fmt(r.first, 3),
           fmt(r.last3, 3),
           r.rewards.map((x) => x.toFixed(2)).join(" ")
@@ -154,7 +167,7 @@ const main = Effect.gen(function* () {
       }
     }
     if (TTT_RUNS > 1) {
-      for (const [mode] of modes) ttt.push([`${mode} median`, fmt(median(walls[mode]!), 1), "", "", "", ""])
+      for (const [mode] of modes) ttt.push([`${mode} median`, fmt(median(walls[mode]!), 1), "", "", "", "", "", ""])
     }
     printTable(ttt)
   }
