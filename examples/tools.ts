@@ -107,6 +107,9 @@ export const reward: Reward.Reward<Scenario, Played> = Reward.weighted(
   { name: "right_city", reward: part((s, p) => p.city === s.city), weight: 0.25 }
 )
 
+/** The embedded backend's model the tool agents need: their tools take room in a byte-level prompt. */
+const LOCAL_BASE_MODEL = "effect-rl/tiny-2k"
+
 /**
  * The example for one way of writing the agent: 64 seeded worlds, 8 groups of 8 rollouts per step, 8 steps,
  * evaluated on 32 other worlds at the start and the end, on the 2,048-token base model.
@@ -118,12 +121,13 @@ export const exampleOf = <E>(
 ): Example.Example => ({
   name,
   description,
+  localBaseModel: LOCAL_BASE_MODEL,
   train: (options) =>
     Effect.gen(function* () {
       const policy = yield* Policy.trainable({
         project: "examples",
         name: Example.modelNameOf(name, options),
-        base_model: Example.baseModelOf(options, "effect-rl/tiny-2k")
+        base_model: Example.baseModelOf(options, LOCAL_BASE_MODEL)
       })
       const steps = options.steps ?? 8
       const summary = yield* TrainingLoop.run({

@@ -53,6 +53,11 @@ export interface Example<E = unknown> {
   readonly description: string
   /** Trains it, on the backend its clients point at. */
   readonly train: (options: TrainOptions) => Effect.Effect<Outcome, E, Backend.Clients>
+  /**
+   * The embedded backend's base model it trains on when none is asked for (default {@link LOCAL_BASE_MODEL});
+   * e.g. `effect-rl/tiny-2k` for an agent whose prompts need more room.
+   */
+  readonly localBaseModel?: string | undefined
 }
 
 /** The embedded backend's base model, the default of every example. */

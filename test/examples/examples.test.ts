@@ -48,8 +48,8 @@ layer(Backend.local(), { excludeTestServices: true, timeout: "60 seconds" })(
             const started = yield* Clock.currentTimeMillis
             const outcome = yield* example.train({
               steps: 2,
-              // Tool agents need the 2,048-token model (their tools take room in a byte-level prompt).
-              baseModel: name.startsWith("tools") ? "effect-rl/tiny-2k" : Example.LOCAL_BASE_MODEL,
+              // The example's own local model, whatever EFFECT_RL_BASE_MODEL says in this shell.
+              baseModel: example.localBaseModel ?? Example.LOCAL_BASE_MODEL,
               modelName: `test-${name}`
             })
             const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
