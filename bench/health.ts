@@ -1,8 +1,10 @@
 /**
  * How long `/v1/health` waits on a busy embedded server: its latency (p50, p99, max) idle (the baseline), then
- * with 64 chat completions in flight, then with those and an RL job training at once.
+ * with 64 chat completions in flight, then with 16 long prompts (`--prompt` tokens each, all different, on the
+ * 2,048-token model: each runs its prompt a chunk at a time), then with 64 completions and an RL job training
+ * at once.
  *
- *   npx tsx bench/health.ts [--probes=200] [--tokens=300]
+ *   npx tsx bench/health.ts [--probes=200] [--tokens=300] [--prompt=1500]
  *
  * The server is the real `effect-rl serve` in a separate process (`serverProcess.ts`). Probes are sent one at
  * a time, 10 ms apart, while the load runs; each phase's load is sized to outlast its probes. The figures
@@ -19,6 +21,7 @@ const arg = (name: string, fallback: number) => {
 }
 const PROBES = arg("probes", 200)
 const TOKENS = arg("tokens", 300)
+const PROMPT = arg("prompt", 1500)
 
 const dir = mkdtempSync(join(tmpdir(), "effect-rl-bench-health-"))
 const key = `bench-${crypto.randomUUID()}`
@@ -57,15 +60,26 @@ const completions = () =>
     })
   )
 
+/** Sixteen prompts of about `--prompt` tokens, each different from its first byte (no shared prefix). */
+const longPrompts = () =>
+  Array.from({ length: 16 }, (_, i) =>
+    post("/v1/chat/completions", {
+      model: "effect-rl/tiny-2k",
+      messages: [{ role: "user", content: `${i} `.padEnd(PROMPT - 20, "abcdefgh ") }],
+      max_tokens: 8,
+      seed: i
+    })
+  )
+
 const show = (name: string, r: Awaited<ReturnType<typeof probe>>, base?: Awaited<ReturnType<typeof probe>>) =>
   console.log(
     `${name.padEnd(40)} ${String(r.n).padStart(4)} probes: p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms${base === undefined ? "" : ` (p99 ${(r.p99 / base.p99).toFixed(1)}x idle)`}`
   )
 
 /** Probes while 64 completions run (from 100 ms after they start until they end), then waits for them. */
-const underLoad = async () => {
+const underLoad = async (requests: () => ReadonlyArray<Promise<unknown>> = completions) => {
   let busy = true
-  const load = Promise.all(completions()).finally(() => {
+  const load = Promise.all(requests()).finally(() => {
     busy = false
   })
   // A failure surfaces at `await load`, inside the caller's try (the server is stopped whatever happens).
@@ -82,6 +96,7 @@ try {
   show("idle (baseline)", idle)
 
   show("64 completions in flight", await underLoad(), idle)
+  show(`16 prompts of ${PROMPT} tokens in flight`, await underLoad(longPrompts), idle)
 
   // A large RL job: 64 choices of 200 tokens in 8 groups, then the same 64 completions while it trains.
   const model = (await post("/v1/preview/models", {

@@ -1,13 +1,15 @@
 /**
  * The prefix cache: completions from cached prompt states are the completions without it, bit for bit
  * (choices, logprobs, token ids), for a repeated prompt, a prompt that continues an earlier one (the next
- * turn of a conversation), and one that shares only part of it; and the cache stays within its bound.
+ * turn of a conversation), and one that shares only part of it; and the cache stays within its bound. A long
+ * prompt runs a chunk at a time, pausing between chunks (so the server's event loop gets turns), into the same
+ * state, bit for bit, as one prefill.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import { DEFAULT_POLICY_CONFIG, Policy } from "../../src/local/engine/Policy.js"
-import { PrefixCache } from "../../src/local/engine/PrefixCache.js"
-import { complete } from "../../src/local/engine/Sampler.js"
+import { DEFAULT_CHUNK, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
+import { complete, completeStream, prepare } from "../../src/local/engine/Sampler.js"
 
 const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 2048 }, { seed: 3 })
 
@@ -104,5 +106,68 @@ describe("PrefixCache", () => {
     // A prompt longer than the whole bound is prefilled and not kept.
     ask("d".repeat(400))
     expect(cache.tokens).toBeLessThanOrEqual(300)
+  })
+
+  /** Runs a generator to its end; its value and the number of pauses on the way. */
+  const drive = <A>(steps: Generator<void, A>): { readonly value: A; readonly pauses: number } => {
+    let pauses = 0
+    for (;;) {
+      const next = steps.next()
+      if (next.done === true) return { value: next.value, pauses }
+      pauses += 1
+    }
+  }
+  const prompt = Array.from({ length: 1500 }, (_, i) => 32 + ((i * 7) % 90))
+  const logitsOf = (state: ReturnType<typeof policy.prefill>) =>
+    Array.from(policy.logits(state, new Float32Array(policy.vocabSize)))
+
+  it("runs a long prompt a chunk at a time, pausing between chunks, into the state of one prefill", () => {
+    const whole = policy.prefill(prompt)
+    const { value: chunked, pauses } = drive(runPrompt(policy, null, prompt))
+    expect(chunked.length).toBe(prompt.length)
+    expect(logitsOf(chunked)).toEqual(logitsOf(whole))
+    // 64 tokens a chunk at the start, fewer as each token attends to more: more pauses than 1500 / 64.
+    expect(DEFAULT_CHUNK(0)).toBe(64)
+    expect(DEFAULT_CHUNK(1400)).toBeLessThan(DEFAULT_CHUNK(0))
+    expect(pauses).toBeGreaterThan(Math.ceil(prompt.length / 64))
+    // A short prompt is one chunk: no pause.
+    expect(drive(runPrompt(policy, null, prompt.slice(0, 40))).pauses).toBe(0)
+  })
+
+  it("from a cached prefix, runs only the rest in chunks, and keeps the state once complete", () => {
+    const cache = new PrefixCache()
+    const first = drive(cache.prefillSteps(policy, prompt.slice(0, 1000)))
+    const again = drive(cache.prefillSteps(policy, prompt))
+    expect([cache.hits, cache.misses]).toEqual([1, 1])
+    expect(again.pauses).toBeLessThan(first.pauses)
+    expect(again.value.length).toBe(prompt.length)
+    expect(logitsOf(again.value)).toEqual(logitsOf(policy.prefill(prompt)))
+    // A prefill dropped half way (a client gone) keeps nothing.
+    const dropped = cache.prefillSteps(policy, [...prompt, 33, 34, 35].reverse())
+    dropped.next()
+    dropped.return(undefined as never)
+    expect(cache.tokens).toBe(1000 + prompt.length)
+  })
+
+  it("a streamed completion of a long prompt pauses before its first chunk; the chunks are those without pauses", () => {
+    const req: ChatCompletionRequest = {
+      messages: [{ role: "user", content: "x".repeat(1200) }],
+      max_completion_tokens: 4,
+      seed: 5,
+      stream: true
+    }
+    const options = { modelName: "m", now: 0, requestId: "r" }
+    const pulled = [...prepare(policy, req, options).stream()]
+    const firstChunk = pulled.findIndex((c) => c !== undefined)
+    expect(firstChunk).toBeGreaterThan(10)
+    expect(pulled.slice(firstChunk).every((c) => c !== undefined)).toBe(true)
+    expect(pulled.filter((c) => c !== undefined)).toEqual([...completeStream(policy, req, options)])
+    // The same content as the whole response.
+    const text = (
+      pulled.filter((c) => c !== undefined) as Array<{ choices: ReadonlyArray<{ delta: { content?: string | null } }> }>
+    )
+      .flatMap((c) => c.choices.map((x) => x.delta.content ?? ""))
+      .join("")
+    expect(text).toBe(complete(policy, { ...req, stream: false }, options).choices[0]!.message.content)
   })
 })

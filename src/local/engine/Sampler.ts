@@ -82,7 +82,7 @@ import { compileConstraint, type RequestConstraint } from "./constraint/Constrai
 import { toolModeOf } from "./constraint/ToolCalls.js"
 import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
-import type { PrefixCache, PromptStates } from "./PrefixCache.js"
+import { type PrefixCache, type PromptStates, runPrompt } from "./PrefixCache.js"
 import { Rng } from "./Random.js"
 import { decoding, type Task } from "./Scheduler.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
@@ -797,16 +797,33 @@ class Job<S extends DecodeState> {
   readonly id: string
   readonly promptLogprobs: Array<{ [id: string]: PromptLogprob } | null> | null
 
-  constructor(
+  /**
+   * A job whose prompt runs a chunk at a time (see `PrefixCache.runPrompt`), pausing between chunks: a long
+   * prompt takes several turns of the decoding scheduler, not one.
+   */
+  static *start<S extends DecodeState>(
+    model: LanguageModel<S>,
+    request: ChatCompletionRequest,
+    plan: Plan,
+    options: CompleteOptions
+  ): Generator<void, Job<S>> {
+    const base =
+      options.promptStates === undefined
+        ? yield* runPrompt(model, null, plan.promptIds)
+        : yield* options.promptStates.prefillSteps(model, plan.promptIds)
+    return new Job(model, request, plan, options, base)
+  }
+
+  private constructor(
     readonly model: LanguageModel<S>,
     readonly request: ChatCompletionRequest,
     readonly plan: Plan,
-    readonly options: CompleteOptions
+    readonly options: CompleteOptions,
+    base: S
   ) {
     const ws = new Workspace(model.vocabSize)
     const promptMark = new Uint8Array(model.vocabSize)
     for (const id of plan.promptIds) if (id >= 0 && id < promptMark.length) promptMark[id] = 1
-    const base = options.promptStates?.prefill(model, plan.promptIds) ?? model.prefill(plan.promptIds)
     this.runs = []
     for (let i = 0; i < plan.n; i++) {
       const state = i === plan.n - 1 ? base : model.fork(base)
@@ -992,8 +1009,11 @@ export interface Prepared {
   readonly tokens: number
   /** The decoding as rounds, the whole response at the end. */
   readonly rounds: () => Generator<void, ChatCompletion>
-  /** The decoding as the chunks of a stream (see {@link completeStream}). */
-  readonly stream: () => Generator<ChatCompletionChunk>
+  /**
+   * The decoding as the chunks of a stream (see {@link completeStream}); `undefined` is a pause while the
+   * prompt still runs (nothing to send yet).
+   */
+  readonly stream: () => Generator<ChatCompletionChunk | undefined>
 }
 
 /** The bounds on a request's work when the options give none: `n` at most 128, 16,384 tokens in all. */
@@ -1011,10 +1031,17 @@ export const prepare = <S extends DecodeState>(
     // The job (and its prefill) is made in the generator's first step, not when the generator is made: on the
     // server that step runs on the decoding scheduler, in turn with the others, not in the request's handler.
     rounds: function* () {
-      return yield* new Job(model, request, checked, options).rounds()
+      const job = yield* Job.start(model, request, checked, options)
+      return yield* job.rounds()
     },
     stream: function* () {
-      yield* new Job(model, request, checked, options).stream()
+      const steps = Job.start(model, request, checked, options)
+      let next = steps.next()
+      while (next.done !== true) {
+        yield undefined
+        next = steps.next()
+      }
+      yield* next.value.stream()
     }
   }
 }
@@ -1047,7 +1074,11 @@ export const completeStream = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): Generator<ChatCompletionChunk> => prepare(model, request, options).stream()
+): Generator<ChatCompletionChunk> => withoutPauses(prepare(model, request, options).stream())
+
+function* withoutPauses(chunks: Generator<ChatCompletionChunk | undefined>): Generator<ChatCompletionChunk> {
+  for (const chunk of chunks) if (chunk !== undefined) yield chunk
+}
 
 /**
  * Decoding rounds run as an effect on the process's decoding scheduler (`Scheduler.ts`): a round at a time,

@@ -137,13 +137,18 @@ const streamErrorEvent = (error: unknown) => {
  * completion would leave in one write, the first token as late as the last). A throw while decoding fails the
  * stream with what was thrown.
  */
-export const chunkStream = (chunks: Generator<ChatCompletionChunk>): Stream.Stream<ChatCompletionChunk, unknown> =>
+export const chunkStream = (
+  chunks: Generator<ChatCompletionChunk | undefined>
+): Stream.Stream<ChatCompletionChunk, unknown> =>
   Stream.repeatEffectOption(
     Effect.async<ChatCompletionChunk, Option.Option<unknown>>((resume) => {
       const task: Task = {
         step: () => {
           const next = chunks.next()
-          resume(next.done === true ? Effect.fail(Option.none()) : Effect.succeed(next.value))
+          // A pause (the prompt still running): the task keeps its place for a later step.
+          if (next.done === true) resume(Effect.fail(Option.none()))
+          else if (next.value === undefined) return false
+          else resume(Effect.succeed(next.value))
           return true
         },
         fail: (error) => resume(Effect.fail(Option.some(error)))
@@ -154,7 +159,7 @@ export const chunkStream = (chunks: Generator<ChatCompletionChunk>): Stream.Stre
   )
 
 /** The SSE body of a stream of chunks (see {@link chunkStream}), an error event and `[DONE]` at the end. */
-export const eventStream = (chunks: Generator<ChatCompletionChunk>) =>
+export const eventStream = (chunks: Generator<ChatCompletionChunk | undefined>) =>
   chunkStream(chunks).pipe(
     Stream.map((chunk) => sse(JSON.stringify(chunk))),
     Stream.catchAll((error) =>
