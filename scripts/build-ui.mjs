@@ -1,5 +1,5 @@
 // Bundles the dashboard (ui/) into dist/ui/: app.js and app.css by esbuild (Preact, htm and uPlot inlined, so
-// the page loads nothing from elsewhere), and index.html copied. Run by `npm run build`, and by the tests'
+// the page loads nothing from elsewhere), and index.html and the icon copied. Run by `npm run build`, and by the tests'
 // global set-up so that they never read a stale bundle.
 import { copyFile, mkdir } from "node:fs/promises"
 import { fileURLToPath } from "node:url"
@@ -22,7 +22,7 @@ export const buildUi = async () => {
     outdir,
     logLevel: "warning"
   })
-  await copyFile(`${root}ui/index.html`, `${outdir}/index.html`)
+  for (const file of ["index.html", "favicon.svg"]) await copyFile(`${root}ui/${file}`, `${outdir}/${file}`)
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) await buildUi()

@@ -34,7 +34,11 @@ export const Chart = ({ title, xLabel, xs, series, height = 220, id }: ChartProp
       width: Math.max(200, element.clientWidth),
       height,
       scales: { x: { time: false } },
-      axes: [{ label: xLabel, stroke: "#555" }, { stroke: "#555" }],
+      // Steps are whole numbers: ticks at whole steps only.
+      axes: [
+        { label: xLabel, stroke: "#555", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000], labelSize: 20 },
+        { stroke: "#555", size: 56 }
+      ],
       series: [
         { label: xLabel },
         ...series.map((s) => ({
@@ -45,7 +49,7 @@ export const Chart = ({ title, xLabel, xs, series, height = 220, id }: ChartProp
           points: { show: true, size: 6 }
         }))
       ],
-      legend: { show: true }
+      legend: { show: true, live: false }
     }
     const chart = new uPlot(options, [[], ...series.map(() => [])] as unknown as uPlot.AlignedData, element)
     plot.current = chart

@@ -74,7 +74,8 @@ const Entry = ({ entry }: { readonly entry: Message | Choice }) => {
       ${sampled ? html` <span class="tag">sampled${entry.finish_reason ? `, ${entry.finish_reason}` : ""}</span>` : null}
       ${
         tokens !== null && tokens.length > 0
-          ? html` <button class="link" onClick=${() => setShowTokens(!showTokens)}>${showTokens ? "plain text" : "tokens"}</button>`
+          ? html` <span class="muted legend">tokens: redder is less likely (hover for the logprob)</span>
+            <button class="link" onClick=${() => setShowTokens(!showTokens)}>${showTokens ? "plain text" : "tokens"}</button>`
           : null
       }
     </div>

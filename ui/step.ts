@@ -115,7 +115,7 @@ export const Step = ({ logId, query }: { readonly logId: string; readonly query:
                 <span class="reward">${num(row.reward)}</span>
                 <span class="muted">g${row.group}·${row.index}</span>
                 <span class="preview">${row.preview || "(no text)"}</span>
-                ${row.tool_calls > 0 ? html`<span class="tag">${row.tool_calls} tool calls</span>` : null}
+                ${row.tool_calls > 0 ? html`<span class="tag">${row.tool_calls} tool call${row.tool_calls === 1 ? "" : "s"}</span>` : null}
               </button>
             </li>`
           )}
