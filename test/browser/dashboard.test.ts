@@ -131,7 +131,9 @@ if (!existsSync(CHROMIUM)) {
             ).pipe(Effect.map((all) => all.filter((point) => !Number.isNaN(point.reward))))
           const shown = yield* points()
           expect(shown.map((p) => p.step)).toEqual(trainLogs.map((log) => log.step))
-          shown.forEach((point, i) => expect(point.reward).toBeCloseTo(trainLogs[i]!.metrics.reward, 2))
+          shown.forEach((point, i) => {
+            expect(point.reward).toBeCloseTo(trainLogs[i]!.metrics.reward, 2)
+          })
           yield* act(() => page.screenshot({ path: `${SHOTS}/3-model.png`, fullPage: true }))
 
           // Another step finishes (the loop resumes the model at its latest step; `steps` counts from 0): the
@@ -152,7 +154,7 @@ if (!existsSync(CHROMIUM)) {
             page.$$eval(".messages > li", (items) => items.map((li) => li.getAttribute("data-role")))
           )
           expect(roles).toEqual(["system", "user", "assistant", "tool", "assistant"])
-          const text = yield* act(() => page.locator(".messages").innerText())
+          const text = yield* act(() => page.locator(".messages").textContent())
           expect(text).toContain("What is 19 + 23?")
           expect(text).toContain('"a": 19')
           expect(text).toContain("19 + 23 = 42.")
