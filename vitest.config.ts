@@ -41,6 +41,8 @@ export default defineConfig({
   resolve: { alias: [...subpaths, { find: /^effect-rl$/, replacement: source("./src/index.ts") }] },
   test: {
     testTimeout: 30_000,
+    // Builds the dashboard's bundle (dist/ui/) once per run, so the server never serves a stale one.
+    globalSetup: ["test/support/buildUi.ts"],
     setupFiles: ["test/support/setup.ts"],
     // Worker reuse is decided per pool, for the whole run: forks are shared, threads isolated.
     poolOptions: { forks: { isolate: false }, threads: { isolate: true } },

@@ -21,8 +21,9 @@ import * as Clock from "effect/Clock"
 import type { ConfigError } from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Backend from "./Backend.js"
-import type * as LocalBackend from "./LocalBackend.js"
+import * as LocalBackend from "./LocalBackend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
 import * as Tracing from "./workflow/Tracing.js"
 import type { Summary } from "./workflow/TrainingLoop.js"
@@ -139,7 +140,18 @@ export interface RunOptions extends TrainOptions {
   readonly local?: Backend.LocalOptions | undefined
   /** Trace the run into this project (`entity/project`) of the backend's trace service; default: no tracing. */
   readonly trace?: string | undefined
+  /**
+   * On the embedded backend, keep it (and its dashboard) running after the report until interrupted, so the
+   * run can still be looked at; default false (`effect-rl train` sets it when run in a terminal).
+   */
+  readonly keepServing?: boolean | undefined
 }
+
+/** The dashboard's address on the embedded backend, and where its key is, when the run uses that backend. */
+const dashboard = Effect.map(
+  Effect.serviceOption(LocalBackend.LocalBackend),
+  Option.map(({ dataDir, url }) => ({ url: `${url}/ui/`, keyFile: resolve(dataDir, "api-key") }))
+)
 
 /**
  * Runs an example on {@link Backend.fromEnv} and prints its report (see the module comment); the outcome
@@ -152,6 +164,10 @@ export const run = <E>(
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
+    const local = yield* dashboard
+    if (Option.isSome(local)) {
+      yield* Console.log(`dashboard: ${local.value.url} (sign in with the key in ${local.value.keyFile})\n`)
+    }
     const outcome = yield* options.trace === undefined
       ? example.train(options)
       : Effect.provide(example.train(options), Tracing.layer({ project: options.trace }))
@@ -166,6 +182,10 @@ export const run = <E>(
     yield* Console.log(`latest checkpoint: ${artifactName(model, outcome.summary.finalStep)}`)
     yield* Console.log(`\n${hostedHelp(example.name)}\n`)
     yield* Console.log(`summary: ${JSON.stringify(summaryLine(outcome, seconds, bestName))}`)
+    if (Option.isSome(local) && options.keepServing === true) {
+      yield* Console.log(`\nthe dashboard stays at ${local.value.url} until you press Ctrl-C`)
+      return yield* Effect.never
+    }
     return outcome
   }).pipe(Effect.provide(Backend.fromEnv(options.local)))
 

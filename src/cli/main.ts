@@ -7,7 +7,8 @@
  * - `effect-rl base-models`: the trainable base models
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
  *   [--trace <entity/project>]`: trains one of the package's examples (without a name, lists them) on the
- *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process
+ *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process, printing its
+ *   dashboard's address (and, in a terminal, keeping it up after the run until Ctrl-C)
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]
  *   [--allow-dir <dir>]... [--allow-http]`: the embedded local backend; the key also comes from
  *   `EFFECT_RL_API_KEY`, and with neither a key is generated, printed once and stored in the data directory
@@ -176,7 +177,9 @@ const train = Command.make(
         baseModel: Option.getOrUndefined(flags.baseModel),
         modelName: Option.getOrUndefined(flags.model),
         ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
-        ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {})
+        ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {}),
+        // In a terminal, the embedded backend's dashboard stays up after the run for a person to look at.
+        keepServing: process.stdout.isTTY === true && process.stdin.isTTY === true
       })
     })
 ).pipe(Command.withDescription("train one of the package's examples (hosted if WANDB_API_KEY is set, else locally)"))

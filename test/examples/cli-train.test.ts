@@ -68,5 +68,7 @@ describe("effect-rl train", () => {
     expect(code === 0 || code === 130).toBe(true)
     expect(run.output()).not.toMatch(/\n\s+at |Error:/)
     expect(run.output()).not.toContain("summary:")
+    // On the embedded backend, the dashboard's address and where its key is are printed before the run.
+    expect(run.output()).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/ \(sign in with the key in \S+api-key\)/)
   }, 120_000)
 })

@@ -145,7 +145,7 @@ afterAll(() => {
 })
 
 describe("effect-rl serve", () => {
-  it("prints its URL, generates a key once, stores it (0600) and reuses it after a restart; stops on signals", async () => {
+  it("prints its URL and its dashboard's, generates a key once, stores it (0600) and reuses it after a restart; stops on signals", async () => {
     const dataDir = tempDir()
     const first = await serve(["--data-dir", dataDir])
     let key: string
@@ -160,6 +160,9 @@ describe("effect-rl serve", () => {
       expect(statSync(file).mode & 0o777).toBe(0o600)
       expect(await status(first.url, key)).toBe(200)
       expect(await status(first.url, "wrong")).toBe(401)
+      // The dashboard's address, served by the backend itself (its page needs no key; its reads do).
+      expect(first.stdout()).toContain(`dashboard: ${first.url}/ui/`)
+      expect((await fetch(`${first.url}/ui/`)).status).toBe(200)
     } finally {
       expect(await stop(first.child)).toBe(0)
     }

@@ -17,6 +17,10 @@
  * Both need the key, like every route. An SFT job whose `training_data_url` is such a `url` of this server
  * is read by the job worker straight from the store, so the URL needs no key.
  *
+ * ## Extension: the dashboard's reads
+ * The `dashboard` group (`/v1/local/models`, `/v1/local/logs/...`) is what the page at `/ui/` reads; see
+ * `DashboardApi`.
+ *
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
@@ -41,6 +45,7 @@ import {
 import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
 import { OtelExportRes } from "../../api/TraceMisc.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
+import { DashboardGroup } from "./DashboardApi.js"
 
 /**
  * The inference surface's `GET /v1/models`. Its chat completion endpoint is the training group's own
@@ -146,6 +151,7 @@ export class LocalApi extends HttpApi.make("LocalApi")
   .addHttpApi(TrainingApi)
   .add(InferenceModelsGroup)
   .add(FilesGroup)
+  .add(DashboardGroup)
   .add(TraceCallsGroup)
   .add(TraceObjectsGroup)
   .add(TraceTablesGroup)

@@ -12,6 +12,7 @@ import * as Layer from "effect/Layer"
 import type { QueueCheck } from "../../../api/Health.js"
 import * as Database from "../../store/Database.js"
 import { LocalApi } from "../LocalApi.js"
+import { DashboardLive } from "./dashboard.js"
 import * as Files from "./files.js"
 import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
@@ -201,6 +202,7 @@ export const HandlersLive = Layer.mergeAll(
   ChatLive,
   InferenceLive,
   FilesLive,
+  DashboardLive,
   TraceCallsLive,
   TraceObjectsLive,
   TraceTablesLive,

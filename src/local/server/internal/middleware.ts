@@ -1,7 +1,8 @@
 /**
  * The two middlewares of the server.
  *
- * - `edge` wraps the whole app: the request id, authentication (Bearer; on the trace surface's paths also
+ * - `edge` wraps the whole app: the request id, the dashboard's static files at `/ui/` (no key: they hold no
+ *   data, see `assets.ts`), authentication (Bearer; on the trace surface's paths also
  *   Basic, see `Auth.ts`), the body size limit, the body checks of `admit.ts` (media type, JSON depth,
  *   the multipart form), and a last net that turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
  *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
@@ -27,6 +28,7 @@ import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
 import { admit } from "./admit.js"
+import { isUiPath, serveAsset } from "./assets.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
 import * as Responses from "./responses.js"
@@ -101,6 +103,8 @@ export const requestIdOf = (header: string | undefined): string =>
 const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // The dashboard's static files hold no data: served without the key (the page asks for it).
+    if (isUiPath(pathname(request))) return yield* serveAsset(pathname(request), request.method)
     if (!options.verify(request.headers.authorization, isTracePath(pathname(request)))) {
       return Responses.isOpenAiPath(pathname(request))
         ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")

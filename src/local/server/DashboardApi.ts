@@ -1,0 +1,77 @@
+/**
+ * The dashboard's read endpoints: an extension of the embedded backend under `/v1/local/`, not in the hosted
+ * contract. Each takes the key like every route (`Authorization: Bearer <key>`); errors are `{"detail": ...}`
+ * naming what was wrong: 404 for an unknown model, log entry or trajectory, 400 for a bad `limit`, `cursor`
+ * or `sort`.
+ *
+ * - `GET /v1/local/models`: `{data: [...]}`, every model with `latest_step`, `last_reward`,
+ *   `last_val_reward` (the last logged `train` and `val` rewards), `job_status` (its latest job's) and `jobs`.
+ * - `GET /v1/local/models/{model_id}/overview`: `{model, logs, gradient_steps, checkpoints, jobs}`: every log
+ *   entry (`id, split, step, metrics` as the log endpoint stored them), every `gradient_step` event of the
+ *   model's jobs (`job_id, index, metrics`), the checkpoints (`deleted: true` for the steps a job made that
+ *   retention deleted since) and the jobs (their events are the training surface's events endpoint).
+ * - `GET /v1/local/models/{model_id}/live`: `text/event-stream`; an `overview` event (data: the overview
+ *   above) at once and whenever it changes, a comment line every 15 s, closed after 10 minutes (reconnect).
+ *   Read it with `fetch` and the `Authorization` header (`EventSource` cannot send one).
+ * - `GET /v1/local/logs/{log_id}/trajectories?limit=&cursor=&sort=`: a page of a log entry's trajectories,
+ *   `{log, total, data, next_cursor, groups}`: each row `group, index, reward, metrics, turns, tool_calls,
+ *   preview` (no messages), at most `limit` (1 to 200, default 50) of them; `cursor` is the `next_cursor` of
+ *   the page before (null on the last page); `sort` is `reward_desc`, `reward_asc` or `position` (default);
+ *   `groups` is each group's reward spread (`size, mean, min, max, std`).
+ * - `GET /v1/local/logs/{log_id}/trajectories/{group}/{index}`: `{log, trajectory}`, the trajectory as logged
+ *   (messages and choices with their logprobs, tools, reward, metrics, metadata).
+ *
+ * The page itself is served at `/ui/` (static files, no data, no key needed); see `internal/assets.ts`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as Schema from "effect/Schema"
+
+/** The path of the dashboard's page on the server. */
+export const UI_PATH = "/ui/"
+
+const ModelPath = Schema.Struct({ model_id: Schema.String })
+const LogPath = Schema.Struct({ log_id: Schema.String })
+
+/** The query of a trajectory page; checked by the handler, which names a bad value in its 400. */
+export const PageParams = Schema.Struct({
+  limit: Schema.optional(Schema.String),
+  cursor: Schema.optional(Schema.String),
+  sort: Schema.optional(Schema.String)
+})
+
+/** `GET /v1/local/models` (extension): every model with its latest step, rewards and job status. */
+export const listModelSummaries = HttpApiEndpoint.get("listModelSummaries", "/v1/local/models").addSuccess(
+  Schema.Struct({ data: Schema.Array(Schema.Unknown) })
+)
+
+/** `GET /v1/local/models/{model_id}/overview` (extension): what the model page shows. */
+export const modelOverview = HttpApiEndpoint.get("modelOverview", "/v1/local/models/:model_id/overview")
+  .setPath(ModelPath)
+  .addSuccess(Schema.Unknown)
+
+/** `GET /v1/local/models/{model_id}/live` (extension): the overview as server-sent events, as it changes. */
+export const modelLive = HttpApiEndpoint.get("modelLive", "/v1/local/models/:model_id/live")
+  .setPath(ModelPath)
+  .addSuccess(Schema.String)
+
+/** `GET /v1/local/logs/{log_id}/trajectories` (extension): a bounded page of a log entry's trajectories. */
+export const trajectoryPage = HttpApiEndpoint.get("trajectoryPage", "/v1/local/logs/:log_id/trajectories")
+  .setPath(LogPath)
+  .setUrlParams(PageParams)
+  .addSuccess(Schema.Unknown)
+
+/** `GET /v1/local/logs/{log_id}/trajectories/{group}/{index}` (extension): one trajectory in full. */
+export const getTrajectory = HttpApiEndpoint.get("getTrajectory", "/v1/local/logs/:log_id/trajectories/:group/:index")
+  .setPath(Schema.Struct({ log_id: Schema.String, group: Schema.String, index: Schema.String }))
+  .addSuccess(Schema.Unknown)
+
+/** The dashboard's read endpoints (see the module comment). */
+export class DashboardGroup extends HttpApiGroup.make("dashboard", { topLevel: true })
+  .add(listModelSummaries)
+  .add(modelOverview)
+  .add(modelLive)
+  .add(trajectoryPage)
+  .add(getTrajectory) {}

@@ -1,0 +1,180 @@
+/**
+ * The dashboard in a real browser: Debian's Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) driven by
+ * `playwright-core` (no browser download), against a real embedded backend after a short real training run
+ * (the `minimal` example, two steps). Screenshots of each page go to `test-results/dashboard/` for a person to
+ * look at. Without a Chromium the tests are skipped, loudly.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type { BrowserContext, Page } from "playwright-core"
+import { chromium } from "playwright-core"
+import { example as minimal } from "../../examples/minimal.js"
+import * as Backend from "../../src/Backend.js"
+import { TrainingClient } from "../../src/client/TrainingClient.js"
+import { LocalBackend } from "../../src/LocalBackend.js"
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+const SHOTS = "test-results/dashboard"
+const MODEL = "dashboard-minimal"
+
+/** A stored trajectory with a tool call and its result, logged beside the run's own. */
+const toolGame = {
+  messages_and_choices: [
+    { role: "system" as const, content: "You add numbers with the add tool." },
+    { role: "user" as const, content: "What is 19 + 23?" },
+    {
+      role: "assistant" as const,
+      content: null,
+      tool_calls: [
+        { id: "call_add_1", type: "function" as const, function: { name: "add", arguments: '{"a":19,"b":23}' } }
+      ]
+    },
+    { role: "tool" as const, tool_call_id: "call_add_1", content: "42" },
+    { role: "assistant" as const, content: "19 + 23 = 42." }
+  ],
+  reward: 1,
+  metrics: { correct: true }
+}
+
+/** Chromium with a fresh profile (removed when it closes), kept off the network it cannot reach. */
+const launch = (profile: string) =>
+  chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    viewport: { width: 1280, height: 800 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync"
+    ]
+  })
+
+if (!existsSync(CHROMIUM)) {
+  console.warn(
+    `\n*** The dashboard's browser tests are SKIPPED: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH) ***\n`
+  )
+  describe("dashboard in a browser", () => {
+    it.skip(`SKIPPED: no Chromium found at ${CHROMIUM}; the dashboard was not tested in a browser`, () => {})
+  })
+} else {
+  layer(Backend.local(), { excludeTestServices: true, timeout: "60 seconds" })("dashboard in a browser", (it) => {
+    it.effect(
+      "login, models, a model's live reward curve and a trajectory's messages and tool calls",
+      () =>
+        Effect.gen(function* () {
+          const { apiKey, url } = yield* LocalBackend
+          const client = yield* TrainingClient
+          const run = yield* minimal.train({ steps: 2, modelName: MODEL })
+          const modelId = run.policy.record.id
+          yield* client.log(modelId, { split: "val", trajectory_groups: [{ trajectories: [toolGame] }] })
+
+          mkdirSync(SHOTS, { recursive: true })
+          const profile = mkdtempSync(join(tmpdir(), "effect-rl-chromium-"))
+          const browser = yield* Effect.acquireRelease(
+            Effect.promise(() => launch(profile)),
+            (b: BrowserContext) =>
+              Effect.promise(() => b.close()).pipe(
+                Effect.ensuring(Effect.sync(() => rmSync(profile, { recursive: true, force: true })))
+              )
+          )
+          const page: Page = yield* Effect.promise(() => browser.newPage())
+          const problems: Array<string> = []
+          page.on("console", (message) => {
+            if (message.type() === "error") problems.push(message.text())
+          })
+          page.on("pageerror", (error) => problems.push(error.message))
+          const act = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+          // A wrong key is refused and the form stays.
+          yield* act(() => page.goto(`${url}/ui/`))
+          yield* act(() => page.fill("#key", "erl-not-the-key"))
+          yield* act(() => page.click("button[type=submit]"))
+          yield* act(() => page.getByRole("alert").waitFor())
+          expect(yield* act(() => page.getByRole("alert").textContent())).toContain("refused")
+          yield* act(() => page.screenshot({ path: `${SHOTS}/1-login-refused.png` }))
+          // Chromium logs the refused check (a 401) as a console error: that one was asked for.
+          expect(problems).toEqual([expect.stringContaining("401")])
+          problems.length = 0
+
+          // The right key opens the projects page, which lists the model.
+          yield* act(() => page.fill("#key", Redacted.value(apiKey)))
+          yield* act(() => page.click("button[type=submit]"))
+          yield* act(() => page.getByRole("link", { name: MODEL }).waitFor())
+          yield* act(() => page.screenshot({ path: `${SHOTS}/2-models.png` }))
+
+          // The model page: one point per logged train step, with the reward the log endpoint stored.
+          yield* act(() => page.getByRole("link", { name: MODEL }).click())
+          yield* act(() => page.locator(".live.on").waitFor())
+          const overview = (yield* act(() =>
+            fetch(`${url}/v1/local/models/${modelId}/overview`, {
+              headers: { authorization: `Bearer ${Redacted.value(apiKey)}` }
+            }).then((response) => response.json())
+          )) as { logs: ReadonlyArray<{ id: string; split: string; step: number; metrics: { reward: number } }> }
+          const trainLogs = overview.logs.filter((log) => log.split === "train")
+          expect(trainLogs.length).toBe(2)
+          const points = () =>
+            act(() =>
+              page.$$eval("[data-chart=reward] table.visually-hidden tbody tr", (rows) =>
+                rows.map((row) => ({
+                  step: Number(row.getAttribute("data-x")),
+                  reward: Number(row.querySelector("[data-series='train reward']")?.textContent)
+                }))
+              )
+            ).pipe(Effect.map((all) => all.filter((point) => !Number.isNaN(point.reward))))
+          const shown = yield* points()
+          expect(shown.map((p) => p.step)).toEqual(trainLogs.map((log) => log.step))
+          shown.forEach((point, i) => {
+            expect(point.reward).toBeCloseTo(trainLogs[i]!.metrics.reward, 2)
+          })
+          yield* act(() => page.screenshot({ path: `${SHOTS}/3-model.png`, fullPage: true }))
+
+          // Another step finishes (the loop resumes the model at its latest step; `steps` counts from 0): the
+          // curve grows without a reload.
+          yield* minimal.train({ steps: 3, modelName: MODEL })
+          const trainStep = `[data-chart=reward] table.visually-hidden tbody tr[data-x="${shown.length}"] [data-series='train reward']`
+          yield* act(() => page.locator(trainStep).filter({ hasText: /\d/ }).waitFor({ timeout: 20_000 }))
+          expect((yield* points()).length).toBe(shown.length + 1)
+          yield* act(() => page.locator(".jobs .row").first().click())
+          yield* act(() => page.locator(".events .event").first().waitFor())
+          yield* act(() => page.screenshot({ path: `${SHOTS}/4-model-live.png`, fullPage: true }))
+
+          // A step page: the stored trajectory's messages, tool call and tool result, shown as such.
+          const valLog = overview.logs.find((log) => log.split === "val")!
+          yield* act(() => page.goto(`${url}/ui/#/logs/${valLog.id}`))
+          yield* act(() => page.locator(".tool-call[data-tool=add]").waitFor())
+          const roles = yield* act(() =>
+            page.$$eval(".messages > li", (items) => items.map((li) => li.getAttribute("data-role")))
+          )
+          expect(roles).toEqual(["system", "user", "assistant", "tool", "assistant"])
+          const text = yield* act(() => page.locator(".messages").textContent())
+          expect(text).toContain("What is 19 + 23?")
+          expect(text).toContain('"a": 19')
+          expect(text).toContain("19 + 23 = 42.")
+          yield* act(() => page.screenshot({ path: `${SHOTS}/5-step-tools.png`, fullPage: true }))
+
+          // A step of the run itself, best first, with its sampled tokens coloured by logprob; then narrow.
+          yield* act(() => page.goto(`${url}/ui/#/logs/${trainLogs[1]!.id}?sort=reward_desc`))
+          yield* act(() => page.locator(".messages .sampled").first().waitFor())
+          const rewards = yield* act(() =>
+            page.$$eval(".trajectories .item", (items) => items.map((item) => Number(item.getAttribute("data-reward"))))
+          )
+          expect(rewards).toEqual([...rewards].sort((a, b) => b - a))
+          yield* act(() => page.screenshot({ path: `${SHOTS}/6-step-best.png`, fullPage: true }))
+          yield* act(() => page.setViewportSize({ width: 420, height: 800 }))
+          yield* act(() => page.screenshot({ path: `${SHOTS}/7-step-narrow.png`, fullPage: true }))
+
+          expect(page.url()).not.toContain(Redacted.value(apiKey))
+          expect(problems).toEqual([])
+        }).pipe(Effect.scoped),
+      60_000
+    )
+  })
+}
