@@ -147,11 +147,21 @@ export interface RunOptions extends TrainOptions {
   readonly keepServing?: boolean | undefined
 }
 
-/** The dashboard's address on the embedded backend, and where its key is, when the run uses that backend. */
+/**
+ * The dashboard's address on the embedded backend, a one-time sign-in link to it and where its key is, when
+ * the run uses that backend.
+ */
 const dashboard = Effect.map(
   Effect.serviceOption(LocalBackend.LocalBackend),
-  Option.map(({ dataDir, url }) => ({ url: `${url}/ui/`, keyFile: resolve(dataDir, "api-key") }))
+  Option.map(({ dataDir, signInLink, url }) => ({
+    url: `${url}/ui/`,
+    signInLink,
+    keyFile: resolve(dataDir, "api-key")
+  }))
 )
+
+const signInNote = (keyFile: string) =>
+  `(a one-time sign-in link, good for 10 minutes; after that, sign in with the key in ${keyFile})`
 
 /**
  * Runs an example on {@link Backend.fromEnv} and prints its report (see the module comment); the outcome
@@ -166,7 +176,8 @@ export const run = <E>(
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
     const local = yield* dashboard
     if (Option.isSome(local)) {
-      yield* Console.log(`dashboard: ${local.value.url} (sign in with the key in ${local.value.keyFile})\n`)
+      const link = yield* local.value.signInLink
+      yield* Console.log(`dashboard: ${link}\n  ${signInNote(local.value.keyFile)}\n`)
     }
     const outcome = yield* options.trace === undefined
       ? example.train(options)
@@ -183,7 +194,9 @@ export const run = <E>(
     yield* Console.log(`\n${hostedHelp(example.name)}\n`)
     yield* Console.log(`summary: ${JSON.stringify(summaryLine(outcome, seconds, bestName))}`)
     if (Option.isSome(local) && options.keepServing === true) {
-      yield* Console.log(`\nthe dashboard stays at ${local.value.url} until you press Ctrl-C`)
+      const link = yield* local.value.signInLink
+      yield* Console.log(`\nthe dashboard stays at ${local.value.url} until you press Ctrl-C; a fresh sign-in link:`)
+      yield* Console.log(`${link}\n  ${signInNote(local.value.keyFile)}`)
       return yield* Effect.never
     }
     return outcome

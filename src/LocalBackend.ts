@@ -40,6 +40,12 @@ export interface Service {
   readonly apiKey: Redacted.Redacted<string>
   /** The data directory the backend stores into. */
   readonly dataDir: string
+  /**
+   * Mints a one-time sign-in link to the backend's dashboard, `<url>/ui/#token=<token>`: opened within 10
+   * minutes, it signs the browser tab in without the key (the page trades the token, once, for the key).
+   * Print the link, never the key; each evaluation mints a new link.
+   */
+  readonly signInLink: Effect.Effect<string>
 }
 
 /** The running embedded backend. */
@@ -52,7 +58,7 @@ export class LocalBackend extends Context.Tag("effect-rl/LocalBackend")<LocalBac
 export interface Options
   extends Pick<
     ServerOptions,
-    "maxBodySize" | "maxN" | "maxRequestTokens" | "maxQueuedTokens" | "requestTimeoutMs" | "idleTimeoutMs"
+    "maxBodySize" | "maxN" | "maxRequestTokens" | "maxQueuedTokens" | "requestTimeoutMs" | "idleTimeoutMs" | "signInTtl"
   > {
   /** The data directory (default: a fresh temporary directory, removed when the layer is released). */
   readonly dataDir?: string | undefined

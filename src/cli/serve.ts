@@ -1,6 +1,6 @@
 /**
- * `effect-rl serve`: the embedded backend until SIGINT or SIGTERM, its URL and its dashboard's
- * (`<url>/ui/`) printed once it listens. Loaded by
+ * `effect-rl serve`: the embedded backend until SIGINT or SIGTERM, its URL and a one-time sign-in link to its
+ * dashboard (`<url>/ui/#token=<token>`, see `SignIn`) printed once it listens. Loaded by
  * the command only when `serve` runs, so that the other commands (and `--help`) load no server or engine.
  *
  * @since 0.1.0
@@ -60,7 +60,8 @@ export const serve = (options: ServeOptions) =>
         const url = yield* Server.url
         yield* DataDir.announce(options.dataDir, url).pipe(Effect.mapError((error) => failed(error.message)))
         yield* Console.log(`effect-rl serving on ${url}`)
-        yield* Console.log(`dashboard: ${url}/ui/ (sign in with the API key)`)
+        yield* Console.log(`dashboard: ${yield* Server.signInLink}`)
+        yield* Console.log("  (a one-time sign-in link, good for 10 minutes; after that, sign in with the API key)")
       })
     )
     return yield* Layer.launch(

@@ -68,7 +68,10 @@ describe("effect-rl train", () => {
     expect(code === 0 || code === 130).toBe(true)
     expect(run.output()).not.toMatch(/\n\s+at |Error:/)
     expect(run.output()).not.toContain("summary:")
-    // On the embedded backend, the dashboard's address and where its key is are printed before the run.
-    expect(run.output()).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/ \(sign in with the key in \S+api-key\)/)
+    // On the embedded backend, a one-time sign-in link to the dashboard and where the key is are printed
+    // before the run (never the key itself).
+    expect(run.output()).toMatch(
+      /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[\w-]{43}\n {2}\(a one-time sign-in link, good for 10 minutes; after that, sign in with the key in \S+api-key\)/
+    )
   }, 120_000)
 })

@@ -160,9 +160,19 @@ describe("effect-rl serve", () => {
       expect(statSync(file).mode & 0o777).toBe(0o600)
       expect(await status(first.url, key)).toBe(200)
       expect(await status(first.url, "wrong")).toBe(401)
-      // The dashboard's address, served by the backend itself (its page needs no key; its reads do).
-      expect(first.stdout()).toContain(`dashboard: ${first.url}/ui/`)
+      // A one-time sign-in link to the dashboard, served by the backend itself (its page needs no key; its
+      // reads do): the token in the link's fragment is good for the key once.
+      const link = new RegExp(`dashboard: ${first.url}/ui/#token=([\\w-]{43})\n`).exec(first.stdout())
+      expect(link).not.toBeNull()
       expect((await fetch(`${first.url}/ui/`)).status).toBe(200)
+      const signIn = () =>
+        fetch(`${first.url}/v1/local/sign-in`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ token: link![1] })
+        })
+      expect(await (await signIn()).json()).toEqual({ api_key: key })
+      expect((await signIn()).status).toBe(401)
     } finally {
       expect(await stop(first.child)).toBe(0)
     }

@@ -31,7 +31,12 @@ const BrokenStore = Layer.merge(Store.layerWith(Database.layerMemory), ClosedDat
 /** The server over the closed database, exposed as a LocalBackend for the test helpers. */
 const BrokenBackend = Layer.effect(
   LocalBackend.LocalBackend,
-  Effect.map(Server.url, (url) => ({ url, apiKey: Redacted.make(API_KEY), dataDir: "" }))
+  Effect.map(Server.url, (url) => ({
+    url,
+    apiKey: Redacted.make(API_KEY),
+    dataDir: "",
+    signInLink: Effect.die("no sign-in links in this test")
+  }))
 ).pipe(Layer.provide(Server.layer({ apiKey: Redacted.make(API_KEY) })), Layer.provide(BrokenStore), Layer.orDie)
 
 describe("health", () => {

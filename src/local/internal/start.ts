@@ -42,5 +42,5 @@ export const start = (
     const context = yield* Layer.build(server)
     const url = yield* Effect.provide(Server.url, context)
     yield* DataDir.announce(dataDir, url)
-    return { url, apiKey, dataDir }
+    return { url, apiKey, dataDir, signInLink: Effect.provide(Server.signInLink, context) }
   }).pipe(Effect.provide(NodeContext.layer))

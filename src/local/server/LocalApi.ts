@@ -19,7 +19,8 @@
  *
  * ## Extension: the dashboard's reads
  * The `dashboard` group (`/v1/local/models`, `/v1/local/logs/...`) is what the page at `/ui/` reads; see
- * `DashboardApi`.
+ * `DashboardApi`. So are the traces pages' reads (`/v1/local/trace/...`) and the one route that takes no key,
+ * `POST /v1/local/sign-in` (a one-time token from the printed dashboard link for the key).
  *
  * @since 0.1.0
  */
@@ -45,7 +46,7 @@ import {
 import { InvalidField, InvalidRequest, NotFound, TooLarge } from "../../api/TraceError.js"
 import { OtelExportRes } from "../../api/TraceMisc.js"
 import { TrainingApi } from "../../api/TrainingApi.js"
-import { DashboardGroup } from "./DashboardApi.js"
+import { DashboardGroup, DashboardTracesGroup, SignInGroup } from "./DashboardApi.js"
 
 /**
  * The inference surface's `GET /v1/models`. Its chat completion endpoint is the training group's own
@@ -152,6 +153,8 @@ export class LocalApi extends HttpApi.make("LocalApi")
   .add(InferenceModelsGroup)
   .add(FilesGroup)
   .add(DashboardGroup)
+  .add(DashboardTracesGroup)
+  .add(SignInGroup)
   .add(TraceCallsGroup)
   .add(TraceObjectsGroup)
   .add(TraceTablesGroup)

@@ -48,6 +48,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
@@ -64,6 +65,7 @@ import { routes } from "./internal/validate.js"
 import * as Worker from "./internal/worker.js"
 import { makeReader } from "./internal/workerData.js"
 import { LocalApi } from "./LocalApi.js"
+import * as SignIn from "./SignIn.js"
 
 /** The default host: loopback only. */
 export const DEFAULT_HOST = "127.0.0.1"
@@ -106,6 +108,8 @@ export interface Options {
   readonly allowDirs?: ReadonlyArray<string> | undefined
   /** Whether an SFT job's `training_data_url` may be any http(s) URL, fetched by the server (default false). */
   readonly allowHttp?: boolean | undefined
+  /** How long a one-time sign-in link to the dashboard is good for (default 10 minutes; see `SignIn`). */
+  readonly signInTtl?: Duration.DurationInput | undefined
 }
 
 /** The default time a request may take to arrive whole: 60 s. */
@@ -141,11 +145,12 @@ const apiLayer = (maxBodySize: number) =>
  *
  * Order: the worker starts before the server listens; on release the server stops and drains first, then the
  * worker (a running job is failed with the store's interrupted message), and the store provided from outside
- * is torn down last. The uploaded files repository (`Files`) is built here over the same `SqlClient`.
+ * is torn down last. The uploaded files repository (`Files`) is built here over the same `SqlClient`. It also
+ * provides the server's one-time sign-in tokens (`SignIn`), for {@link signInLink}.
  */
 export const layer = (
   options: Options
-): Layer.Layer<HttpServer.HttpServer, ServeError, Store.Services | SqlClient.SqlClient> =>
+): Layer.Layer<HttpServer.HttpServer | SignIn.SignIn, ServeError, Store.Services | SqlClient.SqlClient> =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
@@ -184,7 +189,10 @@ export const layer = (
         )
       )
       // A memo map of its own, so that another server built beside it never shares its handler layers.
-      return Layer.fresh(Layer.provideMerge(serve, node).pipe(Layer.provide(worker), Layer.provide(Files.layer)))
+      const signIn = SignIn.layer(options.apiKey, options.signInTtl)
+      return Layer.fresh(
+        Layer.provideMerge(serve, Layer.merge(node, signIn)).pipe(Layer.provide(worker), Layer.provide(Files.layer))
+      )
     })
   )
 
@@ -195,3 +203,12 @@ export const url: Effect.Effect<string, never, HttpServer.HttpServer> = Effect.m
   const host = address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname
   return `http://${host}:${address.port}`
 })
+
+/**
+ * Mints a one-time sign-in link to the dashboard of a running server: `<url>/ui/#token=<token>`, good once
+ * within the server's `signInTtl` (see `SignIn`). The link holds no key; print it, never the key.
+ */
+export const signInLink: Effect.Effect<string, never, HttpServer.HttpServer | SignIn.SignIn> = Effect.flatMap(
+  SignIn.SignIn,
+  (tokens) => Effect.zipWith(url, tokens.mint, SignIn.linkOf)
+)

@@ -13,6 +13,7 @@ import type { QueueCheck } from "../../../api/Health.js"
 import * as Database from "../../store/Database.js"
 import { LocalApi } from "../LocalApi.js"
 import { DashboardLive } from "./dashboard.js"
+import { DashboardTracesLive, SignInLive } from "./dashboardTraces.js"
 import * as Files from "./files.js"
 import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
@@ -203,6 +204,8 @@ export const HandlersLive = Layer.mergeAll(
   InferenceLive,
   FilesLive,
   DashboardLive,
+  DashboardTracesLive,
+  SignInLive,
   TraceCallsLive,
   TraceObjectsLive,
   TraceTablesLive,

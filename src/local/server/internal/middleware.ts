@@ -3,7 +3,7 @@
  *
  * - `edge` wraps the whole app: the request id, the dashboard's static files at `/ui/` (no key: they hold no
  *   data, see `assets.ts`), authentication (Bearer; on the trace surface's paths also
- *   Basic, see `Auth.ts`), the body size limit, the body checks of `admit.ts` (media type, JSON depth,
+ *   Basic, see `Auth.ts`; none on `/v1/local/sign-in`, which takes a one-time token, see `SignIn.ts`), the body size limit, the body checks of `admit.ts` (media type, JSON depth,
  *   the multipart form), and a last net that turns any failure left into a JSON 500 (the cause is logged, never sent). Every response it lets out
  *   carries `x-request-id`: the client's own when it sent a sane one (1 to 200 printable ASCII characters),
  *   else a generated UUID; the server's logs of the request are annotated with it (`request_id`). It also
@@ -27,6 +27,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
+import { SIGN_IN_PATH } from "../DashboardApi.js"
 import { admit } from "./admit.js"
 import { isUiPath, serveAsset } from "./assets.js"
 import { buffered } from "./body.js"
@@ -105,7 +106,9 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
     const request = yield* HttpServerRequest.HttpServerRequest
     // The dashboard's static files hold no data: served without the key (the page asks for it).
     if (isUiPath(pathname(request))) return yield* serveAsset(pathname(request), request.method)
-    if (!options.verify(request.headers.authorization, isTracePath(pathname(request)))) {
+    // The sign-in endpoint takes a one-time token in its body instead of the key (see `SignIn`).
+    const open = pathname(request) === SIGN_IN_PATH
+    if (!open && !options.verify(request.headers.authorization, isTracePath(pathname(request)))) {
       return Responses.isOpenAiPath(pathname(request))
         ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
         : Responses.detail(401, "Invalid or missing API key")
