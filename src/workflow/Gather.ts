@@ -38,7 +38,8 @@
  * - Traced (when a `Tracing` layer is provided): each rollout is a call (display name from the scenario: its
  *   text, `id`, `name` or `title`, and the rollout's index; inputs the scenario; output the messages, value,
  *   reward and metrics; the exception when it failed or ran out of time) under the current call, its chat
- *   completions child calls, and the reward after `scoreGroup` is feedback of type `reward` on it.
+ *   completions child calls, and the reward after `scoreGroup` is feedback of type `reward` on it; the
+ *   trajectory's metadata names the call (`trace_call`, see `Tracing.TRACE_CALL_METADATA`).
  * - Progress is shown on stderr: a redrawn line on a terminal, a plain line every 10 seconds otherwise, quiet
  *   under a test runner unless asked ({@link Options.progress}).
  *

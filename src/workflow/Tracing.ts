@@ -10,7 +10,8 @@
  *   children's, so a rollout's summary carries the usage of its completions and a step's that of its
  *   rollouts: `usage: {<model>: {prompt_tokens, completion_tokens, total_tokens, requests}}`.
  * - The reward: feedback of type `reward` on the rollout's call (`weave:///<project>/call/<id>`) with
- *   payload `{reward, metrics}`, the reward the trainer sees (after any `scoreGroup`).
+ *   payload `{reward, metrics}`, the reward the trainer sees (after any `scoreGroup`). The trajectory names
+ *   that call in its metadata (`trace_call`, the same ref), so a logged trajectory leads to its trace.
  * - A training step's call (`effect-rl.step`, display name `step <n>`): its rollouts (and evaluation) are
  *   its descendants; output the step's metrics.
  *
@@ -61,6 +62,15 @@ export const STEP_OP = "effect-rl.step"
 export const EVALUATE_OP = "effect-rl.evaluate"
 /** The feedback type of a rollout's reward. */
 export const REWARD_FEEDBACK = "reward"
+/**
+ * The trajectory metadata key under which a traced rollout of `Gather` names its call, as a ref
+ * (`weave:///<project>/call/<id>`): what the embedded backend's dashboard links a logged trajectory to its
+ * trace with.
+ */
+export const TRACE_CALL_METADATA = "trace_call"
+
+/** The ref of a call of `project`, as feedback names it: `weave:///<project>/call/<id>`. */
+export const callRef = (project: string, id: string): string => `weave:///${project}/call/${id}`
 
 /** A traced call: its id and its trace's id. */
 export interface CallRef {
@@ -192,7 +202,7 @@ export const make = (options: Options) =>
             request: {
               id: Internal.uuid7(now),
               project_id: options.project,
-              weave_ref: `weave:///${options.project}/call/${call.id}`,
+              weave_ref: callRef(options.project, call.id),
               feedback_type: feedbackType,
               payload
             }

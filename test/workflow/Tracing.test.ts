@@ -271,6 +271,17 @@ describe("Tracing on the embedded backend", () => {
         const refs = result.map((f) => f.weave_ref)
         expect(refs).toHaveLength(2)
         for (const r of failed) expect(refs).not.toContain(`weave:///${project}/call/${r.id}`)
+
+        // Each gathered trajectory names its rollout's call (the one its reward feedback is on); the rollout
+        // run on its own, outside a gather, records nothing of the kind.
+        const named = gathered[0]!.group.trajectories.map((t) => t.metadata?.[Tracing.TRACE_CALL_METADATA])
+        expect([...named].sort()).toEqual([...refs].sort())
+        for (const t of gathered[0]!.group.trajectories) {
+          const ref = t.metadata?.[Tracing.TRACE_CALL_METADATA] as string
+          const call = rollouts.find((r) => Tracing.callRef(project, r.id) === ref)
+          expect((call?.output as JsonObject).reward).toBe(t.reward)
+        }
+        expect(alone.trajectory.metadata).toEqual({ source: "alone" })
       })
     )
 

@@ -85,6 +85,15 @@ const scored = (draft: Rollout.Draft, score: Scored): Trajectory => {
   return { ...draft, reward: score.reward, ...(metrics === undefined ? {} : { metrics }) }
 }
 
+/** A traced rollout's trajectory names its call in its metadata (`Tracing.TRACE_CALL_METADATA`). */
+const withCall = (trajectory: Trajectory, call: Option.Option<Tracing.CallRef>, project: string): Trajectory =>
+  Option.isNone(call)
+    ? trajectory
+    : {
+        ...trajectory,
+        metadata: { ...trajectory.metadata, [Tracing.TRACE_CALL_METADATA]: Tracing.callRef(project, call.value.id) }
+      }
+
 const notFinite = (score: Scored) => new RangeError(`the reward is not a finite number: ${score.reward}`)
 
 const checkReward = (score: Scored): Effect.Effect<Scored> =>
@@ -281,6 +290,7 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
 
       const group = (scenario: S, index: number) =>
         Effect.gen(function* () {
+          const tracing = yield* Tracing.service
           const metadata = options.metadata?.(scenario, index)
           const outcomes = yield* Effect.forEach(
             Array.from({ length: n }, (_, i) => i),
@@ -327,7 +337,7 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
           const rollouts: Array<GatheredRollout<A>> = done.map((d, k) => ({
             index: d.index,
             value: d.value,
-            trajectory: scored(d.draft, scores[k]!)
+            trajectory: withCall(scored(d.draft, scores[k]!), d.call, tracing.project)
           }))
           // The reward the trainer sees, as feedback on each traced rollout's call.
           yield* Effect.forEach(
