@@ -279,7 +279,8 @@ describe("Tracing on the embedded backend", () => {
         for (const t of gathered[0]!.group.trajectories) {
           const ref = t.metadata?.[Tracing.TRACE_CALL_METADATA] as string
           const call = rollouts.find((r) => Tracing.callRef(project, r.id) === ref)
-          expect((call?.output as JsonObject).reward).toBe(t.reward)
+          expect(call).toBeDefined()
+          expect((call!.output as JsonObject).reward).toBe(t.reward)
         }
         expect(alone.trajectory.metadata).toEqual({ source: "alone" })
       })
