@@ -84,3 +84,18 @@ export const follow = (path: string, signal: AbortSignal, onEvent: (event: strin
   }
   void run()
 }
+
+/** Trades a one-time sign-in token for the key (no key sent); the server's reason when it refuses. */
+export const signIn = async (token: string): Promise<string> => {
+  const response = await fetch("/v1/local/sign-in", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token }),
+    cache: "no-store"
+  })
+  const body = (await response.json().catch(() => ({}))) as { api_key?: unknown; detail?: unknown }
+  if (!response.ok || typeof body.api_key !== "string") {
+    throw new ApiError(response.status, typeof body.detail === "string" ? body.detail : response.statusText)
+  }
+  return body.api_key
+}

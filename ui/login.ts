@@ -3,7 +3,7 @@ import { useState } from "preact/hooks"
 import { check, storeKey } from "./api.js"
 import { html } from "./html.js"
 
-export const Login = ({ onLogin }: { readonly onLogin: () => void }) => {
+export const Login = ({ onLogin, notice }: { readonly onLogin: () => void; readonly notice?: string | null }) => {
   const [key, setKey] = useState("")
   const [error, setError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
@@ -21,6 +21,12 @@ export const Login = ({ onLogin }: { readonly onLogin: () => void }) => {
   return html`<main class="login">
     <form onSubmit=${submit} class="card">
       <h1>effect-rl dashboard</h1>
+      ${
+        notice === null || notice === undefined
+          ? null
+          : html`<p class="error" role="alert">The sign-in link did not work: ${notice}. Sign in with the key below, or
+              ask the server for a new link.</p>`
+      }
       <p>Enter the API key of this server: the one <code>effect-rl serve</code> printed or stored in its data
       directory (<code>api-key</code>). It is kept for this browser tab only.</p>
       <label for="key">API key</label>

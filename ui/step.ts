@@ -1,12 +1,28 @@
 /**
  * A step's page (one log entry): its groups' reward spread, its trajectories a page at a time (sortable by
- * reward; arrow keys move through them), and the chosen one as a conversation.
+ * reward; arrow keys move through them), and the chosen one as a conversation, with a link to its rollout's
+ * trace when the loop was traced.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { get } from "./api.js"
 import { Conversation } from "./conversation.js"
 import { html, num } from "./html.js"
+import { traceHref } from "./traces.js"
 import type { Trajectory, TrajectoryPage, TrajectoryRow } from "./types.js"
+
+/** The rollout's trace call a traced trajectory names in its metadata (`trace_call`, a `weave:///` ref). */
+const traceOf = (trajectory: Trajectory): { readonly project: string; readonly id: string } | null => {
+  const ref = trajectory.metadata?.trace_call
+  const match = typeof ref === "string" ? /^weave:\/\/\/([^/]+\/[^/]+)\/call\/([^/]+)$/.exec(ref) : null
+  return match === null ? null : { project: match[1]!, id: match[2]! }
+}
+
+const TraceLink = ({ trajectory }: { readonly trajectory: Trajectory }) => {
+  const trace = traceOf(trajectory)
+  return trace === null
+    ? null
+    : html`<a class="trace-link" href=${traceHref(trace.project, trace.id)}>Open the rollout's trace ›</a>`
+}
 
 const PAGE = 50
 const SORTS = [
@@ -127,7 +143,9 @@ export const Step = ({ logId, query }: { readonly logId: string; readonly query:
             ? html`<p class="empty">Choose a trajectory.</p>`
             : trajectory === null
               ? html`<p class="muted">Loading…</p>`
-              : html`<h2>Group ${chosen.group}, trajectory ${chosen.index}</h2><${Conversation} trajectory=${trajectory} />`
+              : html`<div class="detail-head"><h2>Group ${chosen.group}, trajectory ${chosen.index}</h2>
+                  <${TraceLink} trajectory=${trajectory} /></div>
+                <${Conversation} trajectory=${trajectory} />`
         }
       </section>
     </div>`

@@ -118,3 +118,58 @@ export interface JobEvent {
   readonly type: string
   readonly data: Readonly<Record<string, unknown>>
 }
+
+export interface ModelUsage {
+  readonly prompt_tokens: number
+  readonly completion_tokens: number
+  readonly total_tokens: number
+  readonly requests: number
+}
+
+export interface CallFeedback {
+  readonly id: string
+  readonly feedback_type: string
+  readonly payload: unknown
+  readonly created_at: string
+}
+
+/** A call without inputs and outputs (see `src/local/store/DashboardTraces.ts`). */
+export interface CallSummary {
+  readonly id: string
+  readonly trace_id: string
+  readonly parent_id: string | null
+  readonly op_name: string
+  readonly display_name: string | null
+  readonly started_at: string
+  readonly ended_at: string | null
+  readonly latency_ms: number | null
+  readonly status: "success" | "error" | "running"
+  readonly exception: string | null
+  readonly usage: Readonly<Record<string, ModelUsage>> | null
+  readonly feedback: ReadonlyArray<CallFeedback>
+}
+
+export interface TraceRoot extends CallSummary {
+  readonly calls: number
+}
+
+export interface TraceProject {
+  readonly project_id: string
+  readonly calls: number
+  readonly traces: number
+  readonly latest_started_at: string
+}
+
+export interface TraceTree {
+  readonly project_id: string
+  readonly trace_id: string
+  readonly calls: ReadonlyArray<CallSummary>
+  readonly truncated: boolean
+}
+
+export interface CallDetail extends CallSummary {
+  readonly attributes: unknown
+  readonly inputs: unknown
+  readonly output: unknown
+  readonly summary: unknown
+}

@@ -1,8 +1,9 @@
 /**
  * The dashboard in a real browser: Debian's Chromium (`/usr/bin/chromium`, or `CHROMIUM_PATH`) driven by
  * `playwright-core` (no browser download), against a real embedded backend after a short real training run
- * (the `minimal` example, two steps). Screenshots of each page go to `test-results/dashboard/` for a person to
- * look at. Without a Chromium the tests are skipped, loudly.
+ * (the `minimal` example, two steps), and a traced one (one step, `Tracing.layer`) for the traces pages and the
+ * one-time sign-in link. Screenshots of each page go to `test-results/dashboard/` for a person to look at.
+ * Without a Chromium the tests are skipped, loudly.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,10 +17,13 @@ import { example as minimal } from "../../examples/minimal.js"
 import * as Backend from "../../src/Backend.js"
 import { TrainingClient } from "../../src/client/TrainingClient.js"
 import { LocalBackend } from "../../src/LocalBackend.js"
+import * as Tracing from "../../src/workflow/Tracing.js"
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
 const SHOTS = "test-results/dashboard"
 const MODEL = "dashboard-minimal"
+const TRACED_MODEL = "dashboard-traced"
+const TRACE_PROJECT = "dashboard/traced"
 
 /** A stored trajectory with a tool call and its result, logged beside the run's own. */
 const toolGame = {
@@ -56,6 +60,28 @@ const launch = (profile: string) =>
       "--disable-sync"
     ]
   })
+
+/** A fresh Chromium (closed, its profile removed, with the scope) and a page that collects console errors. */
+const openPage = Effect.gen(function* () {
+  mkdirSync(SHOTS, { recursive: true })
+  const profile = mkdtempSync(join(tmpdir(), "effect-rl-chromium-"))
+  const browser = yield* Effect.acquireRelease(
+    Effect.promise(() => launch(profile)),
+    (b: BrowserContext) =>
+      Effect.promise(() => b.close()).pipe(
+        Effect.ensuring(Effect.sync(() => rmSync(profile, { recursive: true, force: true })))
+      )
+  )
+  const page: Page = yield* Effect.promise(() => browser.newPage())
+  const problems: Array<string> = []
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.push(message.text())
+  })
+  page.on("pageerror", (error) => problems.push(error.message))
+  return { browser, page, problems }
+})
+
+const act = <A>(f: () => Promise<A>) => Effect.promise(f)
 
 if (!existsSync(CHROMIUM)) {
   console.warn(
@@ -170,6 +196,108 @@ if (!existsSync(CHROMIUM)) {
           yield* act(() => page.screenshot({ path: `${SHOTS}/6-step-best.png`, fullPage: true }))
           yield* act(() => page.setViewportSize({ width: 420, height: 800 }))
           yield* act(() => page.screenshot({ path: `${SHOTS}/7-step-narrow.png`, fullPage: true }))
+
+          expect(page.url()).not.toContain(Redacted.value(apiKey))
+          expect(problems).toEqual([])
+        }).pipe(Effect.scoped),
+      60_000
+    )
+
+    it.effect(
+      "a one-time sign-in link, the traces pages (step, rollouts, completions) and a trajectory's link to its trace",
+      () =>
+        Effect.gen(function* () {
+          const { apiKey, signInLink, url } = yield* LocalBackend
+          // One traced step: the layer's scope closing sends the last of the trace.
+          const run = yield* minimal
+            .train({ steps: 1, modelName: TRACED_MODEL })
+            .pipe(Effect.provide(Tracing.layer({ project: TRACE_PROJECT, flushInterval: "100 millis" })))
+          const modelId = run.policy.record.id
+          const { page, problems } = yield* openPage
+
+          // The printed link signs the tab in: the token leaves the address bar, the key is kept for the tab.
+          const link = yield* signInLink
+          yield* act(() => page.goto(link))
+          yield* act(() => page.getByRole("button", { name: "Sign out" }).waitFor())
+          expect(page.url()).toBe(`${url}/ui/`)
+          const kept = yield* act(() => page.evaluate("sessionStorage.getItem('effect-rl-api-key')"))
+          expect(kept).toBe(Redacted.value(apiKey))
+          // Used once, the link is refused (the server's 401 is logged by Chromium), and the form says why.
+          yield* act(() => page.evaluate("sessionStorage.clear()"))
+          yield* act(() => page.goto(link))
+          yield* act(() => page.getByRole("alert").waitFor())
+          expect(yield* act(() => page.getByRole("alert").textContent())).toContain("used already")
+          expect(page.url()).toBe(`${url}/ui/`)
+          yield* act(() => page.screenshot({ path: `${SHOTS}/8-sign-in-link-used.png` }))
+          expect(problems).toEqual([expect.stringContaining("401")])
+          problems.length = 0
+          const fresh = yield* signInLink
+          yield* act(() => page.goto(fresh))
+          yield* act(() => page.getByRole("button", { name: "Sign out" }).waitFor())
+
+          // The traces: the project, its one trace (the step), then the trace as a tree.
+          yield* act(() => page.getByRole("link", { name: "Traces" }).click())
+          yield* act(() => page.getByRole("link", { name: TRACE_PROJECT }).click())
+          yield* act(() => page.getByRole("link", { name: "step 0" }).waitFor())
+          yield* act(() => page.screenshot({ path: `${SHOTS}/9-traces.png` }))
+          yield* act(() => page.getByRole("link", { name: "step 0" }).click())
+          const step = page.locator("[role=tree] > [role=treeitem][data-op='effect-rl.step']")
+          yield* act(() => step.waitFor())
+          const rollouts = step.locator(":scope > [role=group] > [role=treeitem][data-op='effect-rl.rollout']")
+          expect(yield* act(() => rollouts.count())).toBe(3 * 8)
+          const chats = rollouts.locator(":scope > [role=group] > [role=treeitem][data-op='effect-rl.chat']")
+          expect(yield* act(() => chats.count())).toBe(3 * 8)
+          // Each row shows its latency and tokens; a rollout its reward feedback.
+          const firstRollout = rollouts.first()
+          const row = firstRollout.locator(":scope > .row")
+          expect(yield* act(() => row.locator(".lat").textContent())).toMatch(/^\d+(\.\d+)? (ms|s)$/)
+          expect(yield* act(() => row.locator(".tok").textContent())).toMatch(/^\d+ tok$/)
+          expect(yield* act(() => row.locator(".reward-tag").textContent())).toMatch(/^reward (0|1)$/)
+          expect(yield* act(() => step.locator(":scope > .row .tok").textContent())).toMatch(/^\d+ tok$/)
+
+          // The keyboard: from the step, down to its first rollout, whose call shows in full with its feedback.
+          yield* act(() => step.locator(":scope > .row").click())
+          yield* act(() => page.keyboard.press("ArrowDown"))
+          const rolloutId = yield* act(() => row.getAttribute("data-id"))
+          yield* act(() => page.locator(`.call-detail[data-call='${rolloutId}'] [data-feedback=reward]`).waitFor())
+          const detail = page.locator(".call-detail")
+          const tagged = yield* act(() => row.locator(".reward-tag").textContent())
+          expect(yield* act(() => detail.locator(".reward-value").textContent())).toBe(tagged?.replace("reward ", ""))
+          expect(yield* act(() => detail.locator("[data-json=inputs]").textContent())).toContain("scenario")
+          // Right moves into the open rollout, to its completion; Left goes back up, and Left again closes it.
+          yield* act(() => page.keyboard.press("ArrowRight"))
+          yield* act(() => page.locator(".call-detail [data-json=inputs]").filter({ hasText: "messages" }).waitFor())
+          expect(yield* act(() => page.locator(".call-tree .row.chosen").getAttribute("data-id"))).not.toBe(rolloutId)
+          yield* act(() => page.keyboard.press("ArrowLeft"))
+          expect(yield* act(() => page.locator(".call-tree .row.chosen").getAttribute("data-id"))).toBe(rolloutId)
+          yield* act(() => page.keyboard.press("ArrowLeft"))
+          expect(yield* act(() => firstRollout.getAttribute("aria-expanded"))).toBe("false")
+          yield* act(() => page.screenshot({ path: `${SHOTS}/10-trace.png`, fullPage: true }))
+
+          // The step page: a trajectory links to its rollout's trace, which opens with that rollout chosen.
+          const overview = (yield* act(() =>
+            fetch(`${url}/v1/local/models/${modelId}/overview`, {
+              headers: { authorization: `Bearer ${Redacted.value(apiKey)}` }
+            }).then((response) => response.json())
+          )) as { logs: ReadonlyArray<{ id: string; split: string }> }
+          const train = overview.logs.find((log) => log.split === "train")!
+          yield* act(() => page.goto(`${url}/ui/#/logs/${train.id}`))
+          yield* act(() => page.getByRole("link", { name: "Open the rollout's trace ›" }).waitFor())
+          yield* act(() => page.screenshot({ path: `${SHOTS}/11-step-trace-link.png` }))
+          const trajectoryReward = yield* act(() =>
+            page.locator(".trajectories .item.chosen").getAttribute("data-reward")
+          )
+          yield* act(() => page.getByRole("link", { name: "Open the rollout's trace ›" }).click())
+          yield* act(() => page.locator(".call-tree .row.chosen").waitFor())
+          const chosen = yield* act(() => page.locator(".call-tree .row.chosen").getAttribute("data-id"))
+          const chosenItem = page.locator(`[role=treeitem]:has(> .row[data-id='${chosen}'])`)
+          expect(yield* act(() => chosenItem.getAttribute("data-op"))).toBe("effect-rl.rollout")
+          yield* act(() => page.locator(`.call-detail[data-call='${chosen}'] [data-feedback=reward]`).waitFor())
+          // The trajectory's own rollout: its reward feedback is the trajectory's reward.
+          expect(yield* act(() => page.locator(".call-detail .reward-value").textContent())).toBe(trajectoryReward)
+          yield* act(() => page.screenshot({ path: `${SHOTS}/12-trace-from-step.png` }))
+          yield* act(() => page.setViewportSize({ width: 420, height: 800 }))
+          yield* act(() => page.screenshot({ path: `${SHOTS}/13-trace-narrow.png`, fullPage: true }))
 
           expect(page.url()).not.toContain(Redacted.value(apiKey))
           expect(problems).toEqual([])
