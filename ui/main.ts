@@ -72,7 +72,8 @@ const App = () => {
         setAuthed(true)
       })
       .catch((e: Error) => {
-        forgetKey()
+        // Already signed in (this tab keeps a key): a spent link changes nothing.
+        if (storedKey() !== null) return setAuthed(true)
         setAuthed(false)
         setLinkError(e.message)
       })
