@@ -44,11 +44,10 @@ const Detail = ({ project, id }: { readonly project: string; readonly id: string
     ${
       usage.length === 0
         ? null
-        : html`<div class="scroll-x"><table class="usage"><thead><tr><th>Model</th><th class="n">Prompt</th><th class="n">Completion</th>
-            <th class="n">Total</th><th class="n">Requests</th></tr></thead><tbody>${usage.map(
-              ([model, u]) => html`<tr><td>${model}</td><td class="n">${u.prompt_tokens}</td>
-                <td class="n">${u.completion_tokens}</td><td class="n">${u.total_tokens}</td><td class="n">${u.requests}</td></tr>`
-            )}</tbody></table></div>`
+        : html`<ul class="usage" aria-label="token usage by model">${usage.map(
+            ([model, u]) => html`<li><span class="mono model">${model}</span>
+              <span>${`${u.prompt_tokens} prompt · ${u.completion_tokens} completion · ${u.total_tokens} tokens · ${u.requests} request${u.requests === 1 ? "" : "s"}`}</span></li>`
+          )}</ul>`
     }
     ${
       call.feedback.length === 0
