@@ -6,6 +6,7 @@
  */
 import "uplot/dist/uPlot.min.css"
 import "./style.css"
+import "./traces.css"
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { forgetKey, signIn, storedKey, storeKey } from "./api.js"
