@@ -161,6 +161,7 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
     Effect.map(
       Effect.promise(() => import("@effect/platform-node/NodeClusterSocket")),
       (Socket) =>
+        // Fresh: its own cluster client, not shared with a runner (or another driver) built in the same layer.
         Layer.effect(CurrentExecutor, internal.makeExecutor(options.agents)).pipe(
           Layer.provide(
             Socket.layer({
@@ -178,7 +179,8 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
                   description: `the cluster could not be joined: ${cause}`,
                   cause
                 })
-          )
+          ),
+          Layer.fresh
         )
     )
   ) as unknown as Layer.Layer<never, RolloutClusterError>
@@ -233,7 +235,9 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
                 description: `the runner could not listen on ${options.listenHost ?? host}:${port}: ${cause}`,
                 cause
               })
-        )
+        ),
+        // Fresh: its own sharding, not shared with a driver (or another runner) built in the same layer.
+        Layer.fresh
       )
     })
   ) as unknown as Layer.Layer<never, RolloutClusterError, RunnerRequirements>
