@@ -9,6 +9,8 @@
  * model name, how to run the same loop against the hosted service, and a last machine-readable line
  * `summary: {"steps", "first_reward", "last3_reward", "seconds", "model"}`. With a trace project
  * (`--trace <entity/project>`), the run is traced into it on the backend's trace service (see `Tracing`).
+ * With a cluster (`--cluster <url>`, for an example that lists its {@link Example.agents}), its rollouts run on
+ * the cluster's runners (`effect-rl runner --cluster <url>`; see `RolloutCluster`).
  *
  * @since 0.1.0
  */
@@ -24,6 +26,8 @@ import * as Effect from "effect/Effect"
 import * as Backend from "./Backend.js"
 import type * as LocalBackend from "./LocalBackend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
+import type * as RolloutAgent from "./workflow/RolloutAgent.js"
+import type { RolloutClusterError } from "./workflow/RolloutClusterError.js"
 import * as Tracing from "./workflow/Tracing.js"
 import type { Summary } from "./workflow/TrainingLoop.js"
 
@@ -53,6 +57,11 @@ export interface Example<E = unknown> {
   readonly description: string
   /** Trains it, on the backend its clients point at. */
   readonly train: (options: TrainOptions) => Effect.Effect<Outcome, E, Backend.Clients>
+  /**
+   * The agents its loop gathers with (`RolloutAgent`s), when its rollouts can run on a cluster's runners
+   * (`effect-rl train <name> --cluster <url>`; the runners register them: `effect-rl runner`).
+   */
+  readonly agents?: ReadonlyArray<RolloutAgent.Any> | undefined
 }
 
 /** The embedded backend's base model, the default of every example. */
@@ -134,7 +143,26 @@ export interface RunOptions extends TrainOptions {
   readonly local?: Backend.LocalOptions | undefined
   /** Trace the run into this project (`entity/project`) of the backend's trace service; default: no tracing. */
   readonly trace?: string | undefined
+  /** Run the rollouts on this cluster's runners (its storage URL; see `RolloutCluster`); default: in-process. */
+  readonly cluster?: string | undefined
 }
+
+/** An example that cannot run on a cluster was asked to (it lists no agents). */
+export class NoAgents extends Error {
+  override readonly name = "NoAgents"
+}
+
+/** The rollouts of `example` on the cluster at `url` (`RolloutCluster.layer`, loaded only when asked for). */
+const onCluster = <A, E, R>(example: Example<unknown>, url: string, body: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const agents = example.agents ?? []
+    if (agents.length === 0) {
+      return yield* Effect.die(new NoAgents(`the ${example.name} example lists no agents: it cannot run on a cluster`))
+    }
+    const RolloutCluster = yield* Effect.promise(() => import("./workflow/RolloutCluster.js"))
+    yield* Console.log(`rollouts on the cluster's runners (agents: ${agents.map((a) => a.name).join(", ")})`)
+    return yield* Effect.provide(body, RolloutCluster.layer({ cluster: url, agents }))
+  })
 
 /**
  * Runs an example on {@link Backend.fromEnv} and prints its report (see the module comment); the outcome
@@ -143,13 +171,20 @@ export interface RunOptions extends TrainOptions {
 export const run = <E>(
   example: Example<E>,
   options: RunOptions = {}
-): Effect.Effect<Outcome, E | PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
+): Effect.Effect<
+  Outcome,
+  E | PlatformError | ServeError | ConfigError | LocalBackend.DataDirError | RolloutClusterError
+> =>
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
+    const trained =
+      options.cluster === undefined
+        ? example.train(options)
+        : onCluster(example as Example<unknown>, options.cluster, example.train(options))
     const outcome = yield* options.trace === undefined
-      ? example.train(options)
-      : Effect.provide(example.train(options), Tracing.layer({ project: options.trace }))
+      ? trained
+      : Effect.provide(trained, Tracing.layer({ project: options.trace }))
     if (options.trace !== undefined) yield* Console.log(`\ntraced into ${options.trace}: a call per step and rollout`)
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
     const model = outcome.policy.record

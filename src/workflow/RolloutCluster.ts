@@ -42,7 +42,6 @@
  */
 import type * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -53,23 +52,14 @@ import type { TrainingClient } from "../client/TrainingClient.js"
 import { CurrentExecutor } from "./Gather.js"
 import * as internal from "./internal/cluster.js"
 import type * as RolloutAgent from "./RolloutAgent.js"
+import { RolloutClusterError } from "./RolloutClusterError.js"
 
-/** Why the cluster could not be joined: its URL, its storage, or the runner's port. */
-export type RolloutClusterErrorReason = "InvalidUrl" | "Storage" | "Listen"
-
-/** The cluster could not be joined (tag `RolloutClusterError`); the message says what to fix. */
-export class RolloutClusterError extends Data.TaggedError("RolloutClusterError")<{
-  /** What failed. */
-  readonly reason: RolloutClusterErrorReason
-  /** What failed and what to do, in a sentence. */
-  readonly description: string
-  /** The underlying error, if any. */
-  readonly cause?: unknown
-}> {
-  override get message(): string {
-    return this.description
-  }
-}
+export {
+  /** The cluster could not be joined (tag `RolloutClusterError`); the message says what to fix. */
+  RolloutClusterError,
+  /** Why the cluster could not be joined: its URL, its storage, or the runner's port. */
+  type RolloutClusterErrorReason
+} from "./RolloutClusterError.js"
 
 /** The port a runner listens on by default (the cluster's own default). */
 export const DEFAULT_PORT = 34431

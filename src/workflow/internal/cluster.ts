@@ -24,6 +24,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { Model } from "../../api/Model.js"
 import { RolloutException } from "../../api/Trajectory.js"
@@ -79,6 +80,19 @@ export const entityId = (gather: string, group: number, index: number): string =
 
 /** How many times a rollout whose run was interrupted (by an earlier driver) is asked for again. */
 const MAX_ATTEMPTS = 8
+
+/**
+ * The storage busy or briefly unreachable, or the entity's mailbox full: sending again is safe (the message is
+ * keyed), so it is retried a while before it counts as the rollout's failure.
+ */
+const isTransient = (error: { readonly _tag: string }): boolean =>
+  error._tag === "PersistenceError" || error._tag === "MailboxFull"
+
+const transient = Schedule.exponential("50 millis", 2).pipe(
+  Schedule.either(Schedule.spaced("2 seconds")),
+  Schedule.jittered,
+  Schedule.intersect(Schedule.recurs(30))
+)
 
 const failed = (type: string, message: string): Outcome => ({ _tag: "Failed", exception: { type, message } })
 
@@ -184,16 +198,18 @@ export const makeExecutor = (
               const entity = client(entityId(binding.key, job.group, job.index))
               for (let attempt = 0; ; attempt++) {
                 const exit = yield* Effect.exit(
-                  entity.Run({
-                    agent: agent.name,
-                    gather: binding.key,
-                    group: job.group,
-                    index: job.index,
-                    attempt,
-                    scenario,
-                    ...(job.metadata === undefined ? {} : { metadata: job.metadata }),
-                    policy
-                  })
+                  entity
+                    .Run({
+                      agent: agent.name,
+                      gather: binding.key,
+                      group: job.group,
+                      index: job.index,
+                      attempt,
+                      scenario,
+                      ...(job.metadata === undefined ? {} : { metadata: job.metadata }),
+                      policy
+                    })
+                    .pipe(Effect.retry({ schedule: transient, while: isTransient }))
                 )
                 if (Exit.isSuccess(exit)) {
                   const outcome = exit.value
