@@ -27,6 +27,11 @@
  * the loop (Ctrl-C under `NodeRuntime.runMain`) interrupts every rollout in flight; a training job already
  * submitted finishes on the service and the next run resumes after it.
  *
+ * **Rollouts elsewhere.** With `RolloutCluster.layer` provided (and the `rollout` and `reward` of a
+ * `RolloutAgent`), each rollout runs on a runner process of a cluster; the loop is otherwise the same. Its
+ * gathers are keyed by model, split and step (`Gather.Options.key`), so a loop restarted mid-gather gets back
+ * the rollouts that had finished instead of running them again.
+ *
  * **Tracing.** With a `Tracing` layer provided, each step is a call (`step <n>`) whose descendants are its
  * rollouts (and its evaluation), with the step's report as output; see `Tracing`.
  *

@@ -34,10 +34,12 @@ const backendParts =
   /\/src\/local\/|better-sqlite3|sql-sqlite-node|NodeHttpServer|HttpApiBuilder|@huggingface\/jinja|protobufjs|otlpProtobuf/
 
 /** The optional peer dependencies: only the subpath modules made for them may load them. */
-const optionalPeers = /\/node_modules\/(openai|@effect\/ai|@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\//
+const optionalPeers =
+  /\/node_modules\/(openai|@effect\/ai|@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\//
 
 /** The cluster: only `RolloutCluster` (and what it loads) may load it. */
-const clusterParts = /\/node_modules\/(@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\/|NodeCluster|\/src\/workflow\/(RolloutCluster|internal\/cluster)\.ts/
+const clusterParts =
+  /\/node_modules\/(@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\/|NodeCluster|\/src\/workflow\/(RolloutCluster|internal\/cluster)\.ts/
 
 const light = [
   "index",
