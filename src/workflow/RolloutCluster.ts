@@ -45,6 +45,7 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type { InferenceClient } from "../client/InferenceClient.js"
 import type { TraceClient } from "../client/TraceClient.js"
@@ -151,7 +152,6 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
     Effect.map(
       Effect.promise(() => import("@effect/platform-node/NodeClusterSocket")),
       (Socket) =>
-        // Fresh: its own cluster client, not shared with a runner (or another driver) built in the same layer.
         Layer.effect(CurrentExecutor, internal.makeExecutor(options.agents)).pipe(
           Layer.provide(
             Socket.layer({
@@ -170,10 +170,11 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
                   cause
                 })
           ),
+          // Its own cluster client, not shared with a runner (or another driver) built in the same layer.
           Layer.fresh
         )
     )
-  ) as unknown as Layer.Layer<never, RolloutClusterError>
+  )
 
 /**
  * A runner: joins the cluster at `host:port`, registers the agents and runs the rollouts sent to it, with the
@@ -204,14 +205,13 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
             shardingConfig: {
               ...DEFAULT_SHARDING,
               ...options.sharding,
-              runnerAddress: { _tag: "Some", value: RunnerAddress.RunnerAddress.make({ host, port }) } as never,
+              runnerAddress: Option.some(RunnerAddress.RunnerAddress.make({ host, port })),
               ...(options.listenHost === undefined
                 ? {}
                 : {
-                    runnerListenAddress: {
-                      _tag: "Some",
-                      value: RunnerAddress.RunnerAddress.make({ host: options.listenHost, port })
-                    } as never
+                    runnerListenAddress: Option.some(
+                      RunnerAddress.RunnerAddress.make({ host: options.listenHost, port })
+                    )
                   })
             }
           })
@@ -226,9 +226,9 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
                 cause
               })
         ),
-        // Fresh: its own sharding, not shared with a driver (or another runner) built in the same layer.
+        // Its own sharding, not shared with a driver (or another runner) built in the same layer.
         Layer.fresh
       )
     })
-  ) as unknown as Layer.Layer<never, RolloutClusterError, RunnerRequirements>
+  )
 }
