@@ -42,10 +42,12 @@
  */
 import type * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import type { SqlClient } from "@effect/sql/SqlClient"
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as Redacted from "effect/Redacted"
 import type { InferenceClient } from "../client/InferenceClient.js"
 import type { TraceClient } from "../client/TraceClient.js"
@@ -115,6 +117,34 @@ const invalid = (url: string) =>
     description: `'${url.replace(/\/\/[^@/]*@/, "//***@")}' is no cluster URL: use postgres://user:password@host:port/db or sqlite:<file>`
   })
 
+/**
+ * A (fresh) cluster layer that failed to start, built again a few times after a short random pause: processes
+ * joining a new cluster at once all create its tables, and Postgres may refuse all but one of them.
+ */
+const retryStart = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> => {
+  const attempt = (left: number): Layer.Layer<A, E, R> =>
+    Layer.catchAllCause(layer, (cause) =>
+      left <= 1 || Cause.isInterruptedOnly(cause) || invalidUrl(cause)
+        ? Layer.failCause(cause)
+        : Layer.unwrapEffect(
+            Effect.as(
+              Effect.flatMap(Random.nextIntBetween(200, 1_000), (ms) => Effect.sleep(Duration.millis(ms))),
+              attempt(left - 1)
+            )
+          )
+    )
+  return attempt(START_ATTEMPTS)
+}
+
+const invalidUrl = (cause: Cause.Cause<unknown>): boolean =>
+  Option.exists(
+    Cause.failureOption(cause),
+    (error) => error instanceof RolloutClusterError && error.reason === "InvalidUrl"
+  )
+
+/** How many times a cluster layer is built before its failure to start is the layer's failure. */
+const START_ATTEMPTS = 5
+
 /** The SQL client of a cluster URL (its driver loaded only when used). */
 export const storage = (url: string): Layer.Layer<SqlClient, RolloutClusterError> => {
   const storageError = (cause: unknown) =>
@@ -171,7 +201,8 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
                 })
           ),
           // Its own cluster client, not shared with a runner (or another driver) built in the same layer.
-          Layer.fresh
+          Layer.fresh,
+          retryStart
         )
     )
   )
@@ -227,7 +258,8 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
               })
         ),
         // Its own sharding, not shared with a driver (or another runner) built in the same layer.
-        Layer.fresh
+        Layer.fresh,
+        retryStart
       )
     })
   )
