@@ -63,7 +63,7 @@ export const runner = (
     if (agents.length === 0) {
       return yield* Effect.fail(
         failed(
-          `${flags.agents ?? "the examples"} export(s) no agents: export \`agents\` (RolloutAgent.make(...) values) from the module`
+          `no agents in ${flags.agents ?? "the package's examples"}: export \`agents\`, an array of RolloutAgent.make(...) values, from the module`
         )
       )
     }
