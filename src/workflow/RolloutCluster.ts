@@ -31,8 +31,9 @@
  * ```
  *
  * The policy is rebuilt on the runner: a trainable policy as its model at the step the rollout started on
- * (sampled on the training host), any other by name with `Policy.base`. A runner's rollouts are not traced
- * unless the runner provides a `Tracing` layer of its own; the driver records each rollout's call as before.
+ * (sampled on the training host), any other by name with `Policy.base`. Traced, the driver records each
+ * rollout's call as before (scenario in; messages, value, reward out), but not its chat completions as child
+ * calls: they are made on the runner.
  *
  * Needs `@effect/cluster`, `@effect/rpc`, `@effect/workflow` and, for Postgres, `@effect/sql-pg` (optional
  * peer dependencies); this module is a subpath export only (`effect-rl/RolloutCluster`), so the package's
