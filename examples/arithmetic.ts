@@ -15,10 +15,14 @@
  * 0.40-0.44. Learning every sum exactly takes a
  * bigger model or many more steps; the `correct` metric (in the logged metrics) shows how far it got.
  *
+ * Its rollouts can run on a cluster's runners (see `RolloutCluster`): the example names its agent
+ * (`RolloutAgent`), the runners register it (`effect-rl runner --cluster <url>` knows the examples' agents) and
+ * the loop, unchanged, sends them its rollouts (`effect-rl train arithmetic --cluster <url>`).
+ *
  * Run: `effect-rl train arithmetic [--steps n]`, or `npx tsx examples/arithmetic.ts [--steps n]`.
  */
 import { Effect } from "effect"
-import { Example, Policy, Reward, Rollout, TrainingLoop } from "effect-rl"
+import { Example, Policy, Reward, Rollout, RolloutAgent, TrainingLoop } from "effect-rl"
 
 /** A scenario: a sum of two small operands. */
 export interface Problem {
@@ -62,12 +66,16 @@ export const reward: Part = Reward.formatPenalty(
   { check: ({ value }) => /^(0|[1-9][0-9]?)$/.test(value), penalty: 0.25 }
 )
 
+/** The agent by name, for runners on other machines: the rollout and the reward above. */
+export const agent = RolloutAgent.make({ name: "arithmetic", rollout: solve, reward })
+
 /** The example: 12 steps of 12 problems x 8 rollouts, the 25 problems evaluated at the start and the end. */
 export const example: Example.Example = {
   name: "arithmetic",
   description:
     "A single-turn task: answer small sums (`3+4=`) with a number; reward = exact (1) + closeness (0.5),\n" +
     "minus 0.25 for a leading zero. Expect the mean reward to rise from 0.01-0.05 to 0.40-0.44 in twelve steps.",
+  agents: [agent],
   train: (options) =>
     Effect.gen(function* () {
       const policy = yield* Policy.trainable({
@@ -80,8 +88,8 @@ export const example: Example.Example = {
         policy,
         scenarios: problems,
         validation: problems,
-        rollout: solve,
-        reward,
+        rollout: agent.rollout,
+        reward: agent.reward,
         groupsPerStep: 12,
         rolloutsPerGroup: 8,
         steps,

@@ -29,8 +29,9 @@ printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "modu
 npm install --no-audit --no-fund ${install_line#npm install effect-rl } "$tarball" || fail "$install_line"
 # shellcheck disable=SC2086
 npm install --no-audit --no-fund ${dev_line#npm install } @types/node@20 || fail "$dev_line"
-# The optional peers, as the README's "Tool agents" section says to install them for the agent layers.
-for peer in $(grep -oE 'npm install (@effect/ai|openai)[^` ]*' "$repo/README.md" | sed 's/^npm install //' | sort -u); do
+# The optional peers, as the README's "Tool agents" and "Rollouts across machines" sections say to install them
+# for the agent layers and the cluster (a line may name several).
+for peer in $(grep -oE 'npm install (@effect/ai|openai|@effect/cluster)[^`]*' "$repo/README.md" | sed 's/^npm install //' | tr ' ' '\n' | grep -v '^$' | sort -u); do
   npm install --no-audit --no-fund "$peer" || fail "npm install $peer (the README's optional peer)"
 done
 [ "$(node -p 'require("effect/package.json").version.split(".")[0]')" = "3" ] || fail "the project did not get Effect 3"

@@ -9,6 +9,8 @@
  * model name, how to run the same loop against the hosted service, and a last machine-readable line
  * `summary: {"steps", "first_reward", "last3_reward", "seconds", "model"}`. With a trace project
  * (`--trace <entity/project>`), the run is traced into it on the backend's trace service (see `Tracing`).
+ * With a cluster (`--cluster <url>`, for an example that lists its {@link Example.agents}), its rollouts run on
+ * the cluster's runners (`effect-rl runner --cluster <url>`; see `RolloutCluster`).
  *
  * @since 0.1.0
  */
@@ -25,6 +27,8 @@ import * as Option from "effect/Option"
 import * as Backend from "./Backend.js"
 import * as LocalBackend from "./LocalBackend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
+import type * as RolloutAgent from "./workflow/RolloutAgent.js"
+import type { RolloutClusterError } from "./workflow/RolloutClusterError.js"
 import * as Tracing from "./workflow/Tracing.js"
 import type { Summary } from "./workflow/TrainingLoop.js"
 
@@ -59,6 +63,11 @@ export interface Example<E = unknown> {
    * e.g. `effect-rl/tiny-2k` for an agent whose prompts need more room.
    */
   readonly localBaseModel?: string | undefined
+  /**
+   * The agents its loop gathers with (`RolloutAgent`s), when its rollouts can run on a cluster's runners
+   * (`effect-rl train <name> --cluster <url>`; the runners register them: `effect-rl runner`).
+   */
+  readonly agents?: ReadonlyArray<RolloutAgent.Any> | undefined
 }
 
 /** The embedded backend's base model, the default of every example. */
@@ -145,7 +154,26 @@ export interface RunOptions extends TrainOptions {
    * run can still be looked at; default false (`effect-rl train` sets it when run in a terminal).
    */
   readonly keepServing?: boolean | undefined
+  /** Run the rollouts on this cluster's runners (its storage URL; see `RolloutCluster`); default: in-process. */
+  readonly cluster?: string | undefined
 }
+
+/** An example that cannot run on a cluster was asked to (it lists no agents). */
+export class NoAgents extends Error {
+  override readonly name = "NoAgents"
+}
+
+/** The rollouts of `example` on the cluster at `url` (`RolloutCluster.layer`, loaded only when asked for). */
+const onCluster = <A, E, R>(example: Example<unknown>, url: string, body: Effect.Effect<A, E, R>) =>
+  Effect.gen(function* () {
+    const agents = example.agents ?? []
+    if (agents.length === 0) {
+      return yield* Effect.die(new NoAgents(`the ${example.name} example lists no agents: it cannot run on a cluster`))
+    }
+    const RolloutCluster = yield* Effect.promise(() => import("./workflow/RolloutCluster.js"))
+    yield* Console.log(`rollouts on the cluster's runners (agents: ${agents.map((a) => a.name).join(", ")})`)
+    return yield* Effect.provide(body, RolloutCluster.layer({ cluster: url, agents }))
+  })
 
 /**
  * The dashboard's address on the embedded backend, a one-time sign-in link to it and where its key is, when
@@ -170,7 +198,10 @@ const signInNote = (keyFile: string) =>
 export const run = <E>(
   example: Example<E>,
   options: RunOptions = {}
-): Effect.Effect<Outcome, E | PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
+): Effect.Effect<
+  Outcome,
+  E | PlatformError | ServeError | ConfigError | LocalBackend.DataDirError | RolloutClusterError
+> =>
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
@@ -179,9 +210,13 @@ export const run = <E>(
       const link = yield* local.value.signInLink
       yield* Console.log(`dashboard: ${link}\n  ${signInNote(local.value.keyFile)}\n`)
     }
+    const trained =
+      options.cluster === undefined
+        ? example.train(options)
+        : onCluster(example as Example<unknown>, options.cluster, example.train(options))
     const outcome = yield* options.trace === undefined
-      ? example.train(options)
-      : Effect.provide(example.train(options), Tracing.layer({ project: options.trace }))
+      ? trained
+      : Effect.provide(trained, Tracing.layer({ project: options.trace }))
     if (options.trace !== undefined) yield* Console.log(`\ntraced into ${options.trace}: a call per step and rollout`)
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
     const model = outcome.policy.record

@@ -4,7 +4,8 @@
  * Every module is a namespace here and a subpath export of its own, but for the trace service's wire
  * schemas (`effect-rl/TraceCall`, `TraceObject`, `TraceMisc`, `TraceApi`, `TraceError`, `Digest`): they are
  * subpath exports only, so that importing the package does not build them (the trace client and `Tracing`
- * load them when used).
+ * load them when used); and for the agent layers and the cluster (`effect-rl/RolloutModel`, `RolloutOpenAI`,
+ * `RolloutCluster`), which need optional peer dependencies.
  *
  * @since 0.1.0
  */
@@ -55,6 +56,8 @@ export * as Policy from "./workflow/Policy.js"
 export * as Reward from "./workflow/Reward.js"
 /** Rollouts: agent code talking to a policy, recorded into a trajectory. */
 export * as Rollout from "./workflow/Rollout.js"
+/** An agent by name (rollout, reward, wire schemas), for runners of `effect-rl/RolloutCluster`. */
+export * as RolloutAgent from "./workflow/RolloutAgent.js"
 /** Where SFT training data (JSONL) is written for the backend to read. */
 export * as SftData from "./workflow/SftData.js"
 /** The durable record of the training jobs a loop submitted, per model and step. */

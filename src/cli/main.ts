@@ -6,9 +6,13 @@
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
  * - `effect-rl base-models`: the trainable base models
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
- *   [--trace <entity/project>]`: trains one of the package's examples (without a name, lists them) on the
- *   hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process, printing its
- *   dashboard's address (and, in a terminal, keeping it up after the run until Ctrl-C)
+ *   [--trace <entity/project>] [--cluster <url>]`: trains one of the package's examples (without a name, lists
+ *   them) on the hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process,
+ *   printing its dashboard's address (and, in a terminal, keeping it up after the run until Ctrl-C); with
+ *   `--cluster`, its rollouts run on that cluster's runners
+ * - `effect-rl runner --cluster <url> [--agents <module>] [--host <h>] [--port <n>] [--listen-host <h>]
+ *   [--capacity <n>]`: a runner of a rollout cluster (`RolloutCluster`), registering the agents of a module
+ *   (default: the examples'), calling the backend the environment names (as `health` does)
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]
  *   [--allow-dir <dir>]... [--allow-http]`: the embedded local backend; the key also comes from
  *   `EFFECT_RL_API_KEY`, and with neither a key is generated, printed once and stored in the data directory
@@ -18,8 +22,8 @@
  *
  * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
  * `--verbose`); exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
- * interruption. `serve` and `train` load the server and the engine when they run; `health`, `--help` and the
- * other commands load neither.
+ * interruption. `serve` and `train` load the server and the engine when they run, `runner` (and `train
+ * --cluster`) the cluster; `health`, `--help` and the other commands load none of them.
  *
  * @since 0.1.0
  */
@@ -157,6 +161,10 @@ const train = Command.make(
       ),
       Options.withDescription("trace the run into this project (entity/project) of the trace service"),
       Options.optional
+    ),
+    cluster: Options.text("cluster").pipe(
+      Options.withDescription("run the rollouts on this cluster's runners (postgres://... or sqlite:<file>)"),
+      Options.optional
     )
   },
   (flags) =>
@@ -179,7 +187,8 @@ const train = Command.make(
         ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
         ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {}),
         // In a terminal, the embedded backend's dashboard stays up after the run for a person to look at.
-        keepServing: process.stdout.isTTY === true && process.stdin.isTTY === true
+        keepServing: process.stdout.isTTY === true && process.stdin.isTTY === true,
+        ...(Option.isSome(flags.cluster) ? { cluster: flags.cluster.value } : {})
       })
     })
 ).pipe(Command.withDescription("train one of the package's examples (hosted if WANDB_API_KEY is set, else locally)"))
@@ -249,11 +258,53 @@ const serve = Command.make(
     )
 ).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
 
+const runner = Command.make(
+  "runner",
+  {
+    cluster: Options.text("cluster").pipe(
+      Options.withDescription("the cluster's storage: postgres://user:password@host:port/db, or sqlite:<file>")
+    ),
+    agents: Options.file("agents", { exists: "yes" }).pipe(
+      Options.withDescription("a module exporting the agents to register (default: the package's examples')"),
+      Options.optional
+    ),
+    host: Options.text("host").pipe(
+      Options.withDescription("the host the other processes reach this runner at"),
+      Options.withDefault("localhost")
+    ),
+    port: integer("port", "a port from 1 to 65535", { min: 1, max: 65_535 }).pipe(
+      Options.withDescription("the port this runner listens on"),
+      Options.withDefault(34431)
+    ),
+    listenHost: Options.text("listen-host").pipe(
+      Options.withDescription("the address to listen on (default: --host)"),
+      Options.optional
+    ),
+    capacity: positive("capacity", "rollouts in flight on this runner (default 16)")
+  },
+  (flags) =>
+    Effect.gen(function* () {
+      yield* remote(TrainingClient.URL_ENV)
+      const implementation = yield* Effect.promise(() => import("./runner.js"))
+      return yield* implementation.runner(
+        {
+          cluster: flags.cluster,
+          agents: Option.getOrUndefined(flags.agents),
+          host: flags.host,
+          port: flags.port,
+          listenHost: Option.getOrUndefined(flags.listenHost),
+          capacity: Option.getOrUndefined(flags.capacity)
+        },
+        loadExamples
+      )
+    })
+).pipe(Command.withDescription("a runner of a rollout cluster: runs the rollouts a training loop sends it"))
+
 const root = Command.make("effect-rl", {}, () =>
   Console.log(
-    `effect-rl ${version}: health, models, base-models, train, serve\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
+    `effect-rl ${version}: health, models, base-models, train, serve, runner\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
   )
-).pipe(Command.withSubcommands([health, models, baseModels, train, serve]))
+).pipe(Command.withSubcommands([health, models, baseModels, train, serve, runner]))
 
 const cli = Command.run(root, { name: "effect-rl", version })
 
@@ -274,7 +325,11 @@ const VALUED = new Set([
   "--max-queued-tokens",
   "--request-timeout",
   "--idle-timeout",
-  "--allow-dir"
+  "--allow-dir",
+  "--cluster",
+  "--agents",
+  "--listen-host",
+  "--capacity"
 ])
 
 const missingValue = (args: ReadonlyArray<string>): string | undefined =>

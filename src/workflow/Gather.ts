@@ -45,8 +45,15 @@
  *
  * `scenarios` is read once, up front (the fraction limit and the progress total need the count).
  *
+ * **Where rollouts run.** By default each rollout runs in this process. A {@link Executor} provided as
+ * {@link CurrentExecutor} (e.g. `RolloutCluster.layer`) runs each rollout and its reward elsewhere and hands
+ * back the scored draft; everything else above (scheduling, time limit, exceptions, scorer, hook, progress,
+ * the rollout's traced call) stays here. {@link Options.key} names the gather for such an executor, so that
+ * a driver restarted with the same key gets back the rollouts that had finished instead of running them again.
+ *
  * @since 0.1.0
  */
+import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
@@ -55,8 +62,8 @@ import type { Metadata, RolloutException, Trajectory, TrajectoryGroup } from "..
 import * as internal from "./internal/gather.js"
 import type { ProgressOptions } from "./internal/progress.js"
 import type { Policy } from "./Policy.js"
-import type { GroupScorer, Reward } from "./Reward.js"
-import type { Current } from "./Rollout.js"
+import type { GroupScorer, Reward, Scored } from "./Reward.js"
+import type { Current, Draft } from "./Rollout.js"
 
 /** The default number of rollouts in flight overall. */
 export const DEFAULT_CONCURRENCY = 32
@@ -127,6 +134,73 @@ export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = ne
    * otherwise, nothing under a test runner), `true`, `false`, or {@link Progress} options (sink, interval).
    */
   readonly progress?: "auto" | boolean | Progress | undefined
+  /**
+   * A stable name of this gather (e.g. the model, the split and the step), for an executor that runs
+   * rollouts elsewhere ({@link CurrentExecutor}): rollout `i` of group `g` of the gather `key` is one piece of
+   * work, run once even across a restart of this process. Default: a fresh random key (nothing is resumed).
+   */
+  readonly key?: string | undefined
+}
+
+/** One rollout as an {@link Executor} is asked to run it. */
+export interface Job<S> {
+  /** The scenario. */
+  readonly scenario: S
+  /** The scenario's index in `scenarios` (its group). */
+  readonly group: number
+  /** The rollout's index in its group. */
+  readonly index: number
+  /** The scenario's metadata, recorded on the trajectory. */
+  readonly metadata: Metadata | undefined
+}
+
+/** A rollout an {@link Executor} ran: what the agent code returned, its draft and its (normalised) score. */
+export interface Executed<A> {
+  /** What the agent code returned. */
+  readonly value: A
+  /** The recorded trajectory, without reward. */
+  readonly trajectory: Draft
+  /** The reward and its metrics. */
+  readonly score: Scored
+}
+
+/** What an {@link Executor} is bound to for one gather. */
+export interface Binding<S, A> {
+  /** The gather's key ({@link Options.key}, or a fresh one). */
+  readonly key: string
+  /** The policy every rollout talks to. */
+  readonly policy: Policy
+  /** The agent code (an executor running it elsewhere finds it by identity, e.g. in a list of agents). */
+  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, unknown, never>
+  /** The reward. */
+  readonly reward: Reward<S, A, unknown, never>
+}
+
+/**
+ * Runs rollouts somewhere other than this process (see "Where rollouts run" in the module). `bind` is asked
+ * once per gather and returns how to run one rollout of it; a failure of that effect is recorded as the
+ * rollout's exception (a {@link RolloutFailed} verbatim), an interruption propagates.
+ */
+export interface Executor {
+  /** A short name for logs. */
+  readonly name: string
+  /** Binds the executor to a gather; dies when it cannot run this agent (say why). */
+  readonly bind: <S, A>(binding: Binding<S, A>) => Effect.Effect<(job: Job<S>) => Effect.Effect<Executed<A>, unknown>>
+}
+
+/** The executor gathers use: `undefined` (the default) runs every rollout in this process. */
+export class CurrentExecutor extends Context.Reference<CurrentExecutor>()("effect-rl/Gather/CurrentExecutor", {
+  defaultValue: (): Executor | undefined => undefined
+}) {}
+
+/** A rollout that failed elsewhere (tag `RolloutFailed`), recorded in its group as the exception it carries. */
+export class RolloutFailed extends Data.TaggedError("RolloutFailed")<{
+  /** The exception as it was recorded where the rollout ran. */
+  readonly exception: RolloutException
+}> {
+  override get message(): string {
+    return `${this.exception.type}: ${this.exception.message}`
+  }
 }
 
 /** Why a gather failed: `TooManyExceptions`, more failed rollouts than `maxExceptions` allows. */

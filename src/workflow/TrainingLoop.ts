@@ -27,6 +27,11 @@
  * the loop (Ctrl-C under `NodeRuntime.runMain`) interrupts every rollout in flight; a training job already
  * submitted finishes on the service and the next run resumes after it.
  *
+ * **Rollouts elsewhere.** With `RolloutCluster.layer` provided (and the `rollout` and `reward` of a
+ * `RolloutAgent`), each rollout runs on a runner process of a cluster; the loop is otherwise the same. Its
+ * gathers are keyed by model, split and step (`Gather.Options.key`), so a loop restarted mid-gather gets back
+ * the rollouts that had finished instead of running them again.
+ *
  * **Tracing.** With a `Tracing` layer provided, each step is a call (`step <n>`) whose descendants are its
  * rollouts (and its evaluation), with the step's report as output; see `Tracing`.
  *
@@ -340,7 +345,8 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         const gathered = yield* Gather.groups({
           ...gatherOptions,
           scenarios: validation,
-          rolloutsPerGroup: options.validationRollouts ?? 1
+          rolloutsPerGroup: options.validationRollouts ?? 1,
+          key: `${policy.record.id}/val/step-${yield* policy.step}`
         })
         const groups = Gather.trajectoryGroups(gathered)
         yield* Trainer.log(policy, groups, "val")
@@ -352,14 +358,19 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     const validationAt = (step: number) =>
       evaluates && step % evalEvery === 0 ? evaluate : Effect.succeed<Metrics.Metrics | undefined>(undefined)
 
-    /** The training groups of a step, gathered with the policy as it is (and as it moves on). */
-    const gatherStep = (step: number) =>
+    /**
+     * The training groups of a step, gathered with the policy as it is (and as it moves on). The gather's key
+     * names the model and step (and a gathering again), so rollouts run elsewhere are not run twice across a
+     * restart of the loop (see `Gather.Options.key`).
+     */
+    const gatherStep = (step: number, again = false) =>
       Effect.map(
         Gather.groups({
           ...gatherOptions,
           scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
           rolloutsPerGroup: options.rolloutsPerGroup,
-          metadata: (_, index) => ({ step, group: index })
+          metadata: (_, index) => ({ step, group: index }),
+          key: `${policy.record.id}/train/step-${step}${again ? "/again" : ""}`
         }),
         Gather.trajectoryGroups
       )
@@ -526,7 +537,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
                   `step ${at}: every trajectory was sampled more than ${bound} checkpoint(s) back; gathering it again`
                 )
               }
-              const again = dropStale(at, bound, yield* gatherStep(at))
+              const again = dropStale(at, bound, yield* gatherStep(at, gathered !== undefined))
               groups = again.groups
               staleness = { ...again.staleness, dropped: again.staleness.dropped + staleness.dropped }
             }

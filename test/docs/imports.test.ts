@@ -34,7 +34,12 @@ const backendParts =
   /\/src\/local\/|better-sqlite3|sql-sqlite-node|NodeHttpServer|HttpApiBuilder|@huggingface\/jinja|protobufjs|otlpProtobuf/
 
 /** The optional peer dependencies: only the subpath modules made for them may load them. */
-const optionalPeers = /\/node_modules\/(openai|@effect\/ai)\//
+const optionalPeers =
+  /\/node_modules\/(openai|@effect\/ai|@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\//
+
+/** The cluster: only `RolloutCluster` (and what it loads) may load it. */
+const clusterParts =
+  /\/node_modules\/(@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\/|NodeCluster|\/src\/workflow\/(RolloutCluster|internal\/cluster)\.ts/
 
 const light = [
   "index",
@@ -50,7 +55,8 @@ const light = [
   "workflow/Trainer",
   "workflow/TrainingLoop",
   "workflow/Tracing",
-  "workflow/Tools"
+  "workflow/Tools",
+  "workflow/RolloutAgent"
 ]
 
 describe("imports", () => {
@@ -63,6 +69,28 @@ describe("imports", () => {
     expect(modules.some((url) => url.endsWith("/src/workflow/TrainingLoop.ts"))).toBe(true)
     expect(modules.filter((url) => backendParts.test(url))).toEqual([])
     expect(modules.filter((url) => optionalPeers.test(url))).toEqual([])
+  })
+
+  it("a training loop that asks for no cluster loads none of it", { timeout: 120_000 }, () => {
+    const modules = modulesOf(
+      `const { Backend, Policy, TrainingLoop } = await import("./src/index.ts"); const { Effect } = await import("effect");
+       await Effect.runPromise(Effect.gen(function* () {
+         const policy = yield* Policy.trainable({ project: "imports", name: "loop", base_model: "effect-rl/tiny" })
+         yield* TrainingLoop.run({ policy, scenarios: ["a"], rollout: () => Effect.succeed(1), reward: () => Effect.succeed(1),
+           groupsPerStep: 1, rolloutsPerGroup: 2, steps: 1, state: false })
+       }).pipe(Effect.provide(Backend.local())))`
+    )
+    expect(modules.some((url) => url.endsWith("/src/workflow/internal/gather.ts"))).toBe(true)
+    expect(modules.filter((url) => clusterParts.test(url))).toEqual([])
+  })
+
+  it("RolloutCluster loads the cluster (the checks above would see it)", { timeout: 120_000 }, () => {
+    const modules = modulesOf(
+      `const RolloutCluster = await import("./src/workflow/RolloutCluster.ts"); const { Effect, Layer } = await import("effect");
+       await Effect.runPromise(Effect.scoped(Layer.build(RolloutCluster.layer({ cluster: "sqlite::memory:", agents: [] }))))`
+    )
+    expect(modules.some((url) => /\/node_modules\/@effect\/cluster\//.test(url))).toBe(true)
+    expect(modules.some((url) => /NodeClusterSocket/.test(url))).toBe(true)
   })
 
   it("the agent layers load their optional peers (the check above would see them)", { timeout: 120_000 }, () => {
@@ -78,7 +106,7 @@ describe("imports", () => {
     const dir = mkdtempSync(join(tmpdir(), "effect-rl-imports-"))
     const trace = join(dir, "modules.txt")
     try {
-      for (const args of [["--help"], ["health"], ["serve", "--help"]]) {
+      for (const args of [["--help"], ["health"], ["serve", "--help"], ["runner", "--help"]]) {
         const { WANDB_API_KEY: _, EFFECT_RL_TRAINING_URL: __, ...env } = process.env
         spawnSync(
           process.execPath,
@@ -91,6 +119,7 @@ describe("imports", () => {
         .filter((line) => line !== "")
       expect(modules.some((url) => url.endsWith("/src/cli/main.ts"))).toBe(true)
       expect(modules.filter((url) => backendParts.test(url) || /\/src\/local\//.test(url))).toEqual([])
+      expect(modules.filter((url) => clusterParts.test(url))).toEqual([])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

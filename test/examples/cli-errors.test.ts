@@ -128,13 +128,42 @@ describe("effect-rl failures", () => {
 
   it("--help on the command and every subcommand", async () => {
     const outcomes = await Promise.all(
-      [[], ["health"], ["models"], ["base-models"], ["train"], ["serve"]].map((args) => run([...args, "--help"]))
+      [[], ["health"], ["models"], ["base-models"], ["train"], ["serve"], ["runner"]].map((args) =>
+        run([...args, "--help"])
+      )
     )
-    expect(outcomes.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0])
+    expect(outcomes.map((o) => o.code)).toEqual([0, 0, 0, 0, 0, 0, 0])
     expect(outcomes[0]!.stdout).toContain("COMMANDS")
     for (const flag of ["--max-body-size", "--max-n", "--max-queued-tokens", "--request-timeout", "--idle-timeout"]) {
       expect(outcomes[5]!.stdout).toContain(flag)
     }
     expect(outcomes[4]!.stdout).toContain("--trace")
+    expect(outcomes[4]!.stdout).toContain("--cluster")
+    for (const flag of ["--cluster", "--agents", "--host", "--port", "--capacity"]) {
+      expect(outcomes[6]!.stdout).toContain(flag)
+    }
+  }, 60_000)
+
+  it("runner: without the backend's settings, or with no cluster URL, one sentence and exit code 1", async () => {
+    const [unset, badUrl, noAgents] = await Promise.all([
+      run(["runner", "--cluster", "postgres://db/rl"]),
+      run(["runner", "--cluster", "mysql://user:secret@db/rl"], {
+        EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9",
+        WANDB_API_KEY: "erl-secret-0123456789"
+      }),
+      run(["runner", "--cluster", "sqlite:x.db", "--agents", "package.json"], {
+        EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9",
+        WANDB_API_KEY: "erl-secret-0123456789"
+      })
+    ])
+    expect(unset.code).toBe(1)
+    expect(unset.stderr.trim()).toMatch(/^effect-rl runner: no WANDB_API_KEY is set/)
+    expect(badUrl.code).toBe(1)
+    expect(badUrl.stderr.trim()).toBe(
+      "effect-rl runner: 'mysql://***@db/rl' is no cluster URL: use postgres://user:password@host:port/db or sqlite:<file>"
+    )
+    expect(noAgents.code).toBe(1)
+    expect(noAgents.stderr.trim()).toMatch(/^effect-rl runner: no agents in package\.json: export `agents`/)
+    for (const outcome of [unset, badUrl, noAgents]) expect(noStack(outcome.stderr)).toBe(true)
   }, 60_000)
 })

@@ -19,12 +19,15 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Metadata, RolloutException, Trajectory } from "../../api/Trajectory.js"
 import {
+  type Binding,
+  CurrentExecutor,
   DEFAULT_CONCURRENCY,
   GatherError,
   type Gathered,
   type GatheredRollout,
   type MaxExceptions,
-  type Options
+  type Options,
+  RolloutFailed
 } from "../Gather.js"
 import type { Scored } from "../Reward.js"
 import { normalize } from "../Reward.js"
@@ -76,6 +79,7 @@ const messageOf = (error: unknown): string => {
 /** The exception a failed rollout is recorded as: the error's tag (or name) and message, the pretty cause. */
 export const exceptionOf = (cause: Cause.Cause<unknown>): RolloutException => {
   const error = Cause.squash(cause)
+  if (error instanceof RolloutFailed) return error.exception
   return { type: typeOf(error), message: messageOf(error), traceback: Cause.pretty(cause) }
 }
 
@@ -222,6 +226,18 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
       const ledger = new Ledger(limitOf(options.maxExceptions, planned), planned, counters)
       const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
       const permits = new Permits(concurrency)
+      // Rollouts run elsewhere when an executor is provided (the types of `rollout` and `reward` are its
+      // business: it runs them where their requirements are met).
+      const executor = yield* CurrentExecutor
+      const remote =
+        executor === undefined
+          ? undefined
+          : yield* executor.bind({
+              key: options.key ?? globalThis.crypto.randomUUID(),
+              policy: options.policy,
+              rollout: options.rollout,
+              reward: options.reward
+            } as unknown as Binding<S, A>)
       yield* startProgress(options.progress, counters)
 
       /**
@@ -229,19 +245,29 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
        * `Rollout.run`, so that it carries the scenario and the reward).
        */
       const attempt = (scenario: S, index: number, i: number, metadata: Metadata | undefined) => {
-        const body = Effect.flatMap(
-          Effect.zip(
-            Tracing.currentCall,
-            Effect.locally(Rollout.run(options.policy, options.rollout(scenario, i), { metadata }), rolloutOpened, true)
-          ),
-          ([call, { value, trajectory }]) =>
-            Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) => {
-              const checked = normalize(score)
-              return Number.isFinite(checked.reward)
-                ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked, call })
-                : Effect.die(notFinite(checked))
-            })
-        )
+        const body: Effect.Effect<Done<A>, unknown, Exclude<R, Rollout.Current> | RR> = remote !== undefined
+          ? Effect.zipWith(
+              Tracing.currentCall,
+              remote({ scenario, group: index, index: i, metadata }),
+              (call, { value, trajectory, score }): Done<A> => ({ value, draft: trajectory, score, call })
+            )
+          : Effect.flatMap(
+              Effect.zip(
+                Tracing.currentCall,
+                Effect.locally(
+                  Rollout.run(options.policy, options.rollout(scenario, i), { metadata }),
+                  rolloutOpened,
+                  true
+                )
+              ),
+              ([call, { value, trajectory }]) =>
+                Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) => {
+                  const checked = normalize(score)
+                  return Number.isFinite(checked.reward)
+                    ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked, call })
+                    : Effect.die(notFinite(checked))
+                })
+            )
         const timed =
           timeout === undefined
             ? body

@@ -1,0 +1,156 @@
+/**
+ * `RolloutCluster` in one process, on SQLite storage (the development set-up): a runner and a driver layer
+ * side by side, the embedded backend behind both. What the multi-process test does not look at: a rollout
+ * that fails on the runner is recorded in its group as the runner recorded it, a gather whose agent no
+ * runner knows dies saying so, and interrupting the driver interrupts the rollouts on the runner.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Backend from "../../src/Backend.js"
+import * as Gather from "../../src/workflow/Gather.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
+import * as RolloutAgent from "../../src/workflow/RolloutAgent.js"
+import * as RolloutCluster from "../../src/workflow/RolloutCluster.js"
+import { freePort } from "../support/postgres.js"
+
+class Refused extends Data.TaggedError("Refused")<{ readonly message: string }> {}
+
+const Case = Schema.Struct({ id: Schema.Int, fail: Schema.Boolean, pauseMs: Schema.Int })
+
+const running = { started: 0, interrupted: 0 }
+
+const agent = RolloutAgent.make({
+  name: "local-test",
+  scenario: Case,
+  value: Schema.String,
+  rollout: (scenario: typeof Case.Type, index: number) =>
+    Effect.gen(function* () {
+      running.started++
+      const completion = yield* Rollout.chat({
+        messages: [{ role: "user", content: "1+1=" }],
+        max_completion_tokens: 2
+      })
+      if (scenario.fail && index === 1) return yield* new Refused({ message: `case ${scenario.id} refuses rollout 1` })
+      yield* Effect.sleep(scenario.pauseMs)
+      return completion.choices[0]?.message.content ?? ""
+    }).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          running.interrupted++
+        })
+      )
+    ),
+  reward: () => Effect.succeed(1)
+})
+
+/** The embedded backend, a runner and the driver's layer, on a fresh SQLite file. */
+const withCluster = <A, E>(body: (policy: Policy.Trainable) => Effect.Effect<A, E, Backend.Clients>) =>
+  Effect.gen(function* () {
+    const dir = mkdtempSync(join(tmpdir(), "effect-rl-cluster-local-"))
+    yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+    const cluster = `sqlite:${join(dir, "cluster.db")}`
+    const port = yield* Effect.promise(freePort)
+    const context = yield* Layer.build(
+      Layer.merge(
+        RolloutCluster.runner({ cluster, agents: [agent], port, capacity: 4 }),
+        RolloutCluster.layer({ cluster, agents: [agent] })
+      ).pipe(Layer.provideMerge(Backend.local()))
+    )
+    const policy = yield* Effect.provide(
+      Policy.trainable({ project: "local", name: `m${port}`, base_model: "effect-rl/tiny" }),
+      context
+    )
+    return yield* Effect.provide(body(policy), context)
+  }).pipe(Effect.scoped)
+
+describe("RolloutCluster in one process, on SQLite", () => {
+  it.live(
+    "a rollout failing on the runner is recorded in its group as the runner recorded it",
+    () =>
+      withCluster((policy) =>
+        Effect.gen(function* () {
+          const groups = yield* Gather.groups({
+            policy,
+            scenarios: [
+              { id: 0, fail: false, pauseMs: 0 },
+              { id: 1, fail: true, pauseMs: 0 }
+            ],
+            rolloutsPerGroup: 3,
+            rollout: agent.rollout,
+            reward: agent.reward,
+            maxExceptions: 1
+          })
+          expect(groups.map((g) => g.rollouts.map((r) => r.index))).toEqual([
+            [0, 1, 2],
+            [0, 2]
+          ])
+          const exceptions = groups[1]!.group.exceptions ?? []
+          expect(exceptions.map((e) => [e.type, e.message])).toEqual([["Refused", "case 1 refuses rollout 1"]])
+          expect(groups[0]!.rollouts[0]!.trajectory.messages_and_choices.length).toBeGreaterThan(0)
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "a gather whose rollout is no registered agent's dies saying so",
+    () =>
+      withCluster((policy) =>
+        Effect.gen(function* () {
+          const exit = yield* Effect.exit(
+            Gather.groups({
+              policy,
+              scenarios: [{ id: 0, fail: false, pauseMs: 0 }],
+              rolloutsPerGroup: 1,
+              rollout: (scenario: typeof Case.Type, index: number) => agent.rollout(scenario, index),
+              reward: agent.reward
+            })
+          )
+          expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+          if (Exit.isFailure(exit)) expect(Cause.pretty(exit.cause)).toMatch(/not the `rollout` of an agent given/)
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "interrupting the driver's gather interrupts the rollouts on the runner",
+    () =>
+      withCluster((policy) =>
+        Effect.gen(function* () {
+          running.started = 0
+          running.interrupted = 0
+          const fiber = yield* Effect.fork(
+            Gather.groups({
+              policy,
+              scenarios: [{ id: 0, fail: false, pauseMs: 60_000 }],
+              rolloutsPerGroup: 4,
+              rollout: agent.rollout,
+              reward: agent.reward
+            })
+          )
+          yield* Effect.sleep("50 millis").pipe(
+            Effect.repeat({ until: () => running.started >= 4 }),
+            Effect.timeout("30 seconds")
+          )
+          yield* Fiber.interrupt(fiber)
+          yield* Effect.sleep("100 millis").pipe(
+            Effect.repeat({ until: () => running.interrupted >= 4 }),
+            Effect.timeout("15 seconds")
+          )
+          expect(running.interrupted).toBe(4)
+        })
+      ),
+    60_000
+  )
+})
