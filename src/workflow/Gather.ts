@@ -56,7 +56,7 @@
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Stream from "effect/Stream"
 import type { Metadata, RolloutException, Trajectory, TrajectoryGroup } from "../api/Trajectory.js"
 import * as internal from "./internal/gather.js"
@@ -186,12 +186,24 @@ export interface Executor {
   readonly name: string
   /** Binds the executor to a gather; dies when it cannot run this agent (say why). */
   readonly bind: <S, A>(binding: Binding<S, A>) => Effect.Effect<(job: Job<S>) => Effect.Effect<Executed<A>, unknown>>
+  /**
+   * Forgets what the executor keeps to resume the gather `key` (e.g. its stored messages and replies), once
+   * nothing will gather it again; never fails (a failure is only logged). Optional.
+   */
+  readonly release?: ((key: string) => Effect.Effect<void>) | undefined
 }
 
 /** The executor gathers use: `undefined` (the default) runs every rollout in this process. */
 export class CurrentExecutor extends Context.Reference<CurrentExecutor>()("effect-rl/Gather/CurrentExecutor", {
   defaultValue: (): Executor | undefined => undefined
 }) {}
+
+/**
+ * Tells the current executor (if any) that the gather `key` is done with: a `TrainingLoop` does so for a step's
+ * gathers once the step is taken, so that a cluster's storage does not keep every rollout of the run.
+ */
+export const release = (key: string): Effect.Effect<void> =>
+  Effect.flatMap(CurrentExecutor, (executor) => executor?.release?.(key) ?? Effect.void)
 
 /** A rollout that failed elsewhere (tag `RolloutFailed`), recorded in its group as the exception it carries. */
 export class RolloutFailed extends Data.TaggedError("RolloutFailed")<{

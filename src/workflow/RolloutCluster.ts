@@ -19,6 +19,8 @@
  * driver restarted with the same gather key (`TrainingLoop` keys gathers by model and step) gets the replies
  * of the rollouts that had finished, and waits for those still running, instead of running them again; so
  * each rollout lands in its group exactly once. Interrupting the loop interrupts its rollouts on the runners.
+ * Once a step is taken, `TrainingLoop` releases its gathers (`Gather.release`): their stored messages and
+ * replies are deleted, so the storage does not grow with the run.
  *
  * ```ts
  * // agents.ts, imported by the loop and by every runner

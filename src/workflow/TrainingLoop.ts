@@ -334,6 +334,16 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
       ...options.gather
     }
 
+    /** The key of a step's gather of a split (see `Gather.Options.key`). */
+    const gatherKey = (split: "train" | "val", step: number) => `${policy.record.id}/${split}/step-${step}`
+    /** Releases a step's gathers from the executor once the step is taken (nothing gathers them again). */
+    const releaseStep = (step: number) =>
+      Effect.forEach(
+        [gatherKey("train", step), `${gatherKey("train", step)}/again`, gatherKey("val", step)],
+        Gather.release,
+        { discard: true }
+      )
+
     const evaluate = Tracing.call(
       () => ({
         op: Tracing.EVALUATE_OP,
@@ -346,7 +356,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           ...gatherOptions,
           scenarios: validation,
           rolloutsPerGroup: options.validationRollouts ?? 1,
-          key: `${policy.record.id}/val/step-${yield* policy.step}`
+          key: gatherKey("val", yield* policy.step)
         })
         const groups = Gather.trajectoryGroups(gathered)
         yield* Trainer.log(policy, groups, "val")
@@ -370,7 +380,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           scenarios: scenariosOf(options.scenarios, step, options.groupsPerStep, seed),
           rolloutsPerGroup: options.rolloutsPerGroup,
           metadata: (_, index) => ({ step, group: index }),
-          key: `${policy.record.id}/train/step-${step}${again ? "/again" : ""}`
+          key: `${gatherKey("train", step)}${again ? "/again" : ""}`
         }),
         Gather.trajectoryGroups
       )
@@ -471,6 +481,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         const { train, validation: validationMetrics } = report
         if (validationMetrics !== undefined) lastValidation = { step: at, metrics: validationMetrics }
         reports.push(report)
+        yield* releaseStep(at)
         const stale = report.staleness
         yield* Effect.logInfo(
           `step ${at} -> ${report.trainedStep}: reward ${train.reward?.toFixed(3) ?? "-"}` +
@@ -559,7 +570,10 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
     }
 
     let finalValidation = lastValidation?.step === step ? lastValidation.metrics : undefined
-    if (evaluates && finalValidation === undefined && reports.length > 0) finalValidation = yield* evaluate
+    if (evaluates && finalValidation === undefined && reports.length > 0) {
+      finalValidation = yield* evaluate
+      yield* Gather.release(gatherKey("val", step))
+    }
     return {
       startStep,
       finalStep: step,

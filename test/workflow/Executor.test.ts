@@ -2,7 +2,8 @@
  * `Gather.CurrentExecutor`, the seam `RolloutCluster` plugs into, with a test executor that runs each rollout
  * in this process and records what it was asked: a gather hands it every rollout once, keyed by the gather's
  * `key`, group and index, and records what it returns (and its failures) as it records its own; a training
- * loop keys its gathers by model, split and step, so a restarted loop asks for the same keys again.
+ * loop keys its gathers by model, split and step, so a restarted loop asks for the same keys again, and
+ * releases a step's keys once the step is taken.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -13,12 +14,18 @@ import * as Rollout from "../../src/workflow/Rollout.js"
 import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
 import { pick, reward, TINY, WorkflowBackend } from "./support.js"
 
-/** An executor that runs rollouts here, recording the gathers' keys and each rollout asked for. */
+/** An executor that runs rollouts here, recording the gathers' keys, each rollout asked for and releases. */
 const recording = () => {
   const keys: Array<string> = []
   const jobs: Array<string> = []
+  /** Each release, with the gathers bound before it (what had been gathered when the key was let go). */
+  const released: Array<{ readonly key: string; readonly boundBefore: number }> = []
   const executor: Gather.Executor = {
     name: "recording",
+    release: (key) =>
+      Effect.sync(() => {
+        released.push({ key, boundBefore: keys.length })
+      }),
     bind: <S, A>(binding: Gather.Binding<S, A>) =>
       Effect.sync(() => {
         keys.push(binding.key)
@@ -36,7 +43,7 @@ const recording = () => {
           })
       })
   }
-  return { executor, keys, jobs }
+  return { executor, keys, jobs, released }
 }
 
 describe("Gather.CurrentExecutor", () => {
@@ -76,10 +83,10 @@ describe("Gather.CurrentExecutor", () => {
       })
     )
 
-    it.effect("a training loop keys its gathers by model, split and step", () =>
+    it.effect("a training loop keys its gathers by model, split and step, and releases a step's once taken", () =>
       Effect.gen(function* () {
         const policy = yield* Policy.trainable({ project: "executor", name: "loop", base_model: TINY })
-        const { executor, keys } = recording()
+        const { executor, keys, released } = recording()
         yield* TrainingLoop.run({
           policy,
           scenarios: ["a", "b", "c"],
@@ -95,6 +102,14 @@ describe("Gather.CurrentExecutor", () => {
         }).pipe(Effect.provideService(Gather.CurrentExecutor, executor))
         const id = policy.record.id
         expect(keys).toEqual([`${id}/val/step-0`, `${id}/train/step-0`, `${id}/train/step-1`, `${id}/val/step-2`])
+        // Step 0's gathers are let go after step 0 (before step 1 gathers), step 1's after step 1, and the
+        // final evaluation's after it.
+        const stepKeys = (step: number, bound: number) =>
+          [`${id}/train/step-${step}`, `${id}/train/step-${step}/again`, `${id}/val/step-${step}`].map((key) => ({
+            key,
+            boundBefore: bound
+          }))
+        expect(released).toEqual([...stepKeys(0, 2), ...stepKeys(1, 3), { key: `${id}/val/step-2`, boundBefore: 4 }])
       })
     )
   })

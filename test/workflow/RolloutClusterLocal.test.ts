@@ -2,11 +2,13 @@
  * `RolloutCluster` in one process, on SQLite storage (the development set-up): a runner and a driver layer
  * side by side, the embedded backend behind both. What the multi-process test does not look at: a rollout
  * that fails on the runner is recorded in its group as the runner recorded it, a gather whose agent no
- * runner knows dies saying so, and interrupting the driver interrupts the rollouts on the runner.
+ * runner knows dies saying so, interrupting the driver interrupts the rollouts on the runner, and a released
+ * gather's stored messages are deleted.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
@@ -54,11 +56,12 @@ const agent = RolloutAgent.make({
 })
 
 /** The embedded backend, a runner and the driver's layer, on a fresh SQLite file. */
-const withCluster = <A, E>(body: (policy: Policy.Trainable) => Effect.Effect<A, E, Backend.Clients>) =>
+const withCluster = <A, E>(body: (policy: Policy.Trainable, file: string) => Effect.Effect<A, E, Backend.Clients>) =>
   Effect.gen(function* () {
     const dir = mkdtempSync(join(tmpdir(), "effect-rl-cluster-local-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
-    const cluster = `sqlite:${join(dir, "cluster.db")}`
+    const file = join(dir, "cluster.db")
+    const cluster = `sqlite:${file}`
     const port = yield* Effect.promise(freePort)
     const context = yield* Layer.build(
       Layer.merge(
@@ -70,7 +73,7 @@ const withCluster = <A, E>(body: (policy: Policy.Trainable) => Effect.Effect<A, 
       Policy.trainable({ project: "local", name: `m${port}`, base_model: "effect-rl/tiny" }),
       context
     )
-    return yield* Effect.provide(body(policy), context)
+    return yield* Effect.provide(body(policy, file), context)
   }).pipe(Effect.scoped)
 
 describe("RolloutCluster in one process, on SQLite", () => {
@@ -149,6 +152,43 @@ describe("RolloutCluster in one process, on SQLite", () => {
             Effect.timeout("15 seconds")
           )
           expect(running.interrupted).toBe(4)
+        })
+      ),
+    60_000
+  )
+
+  it.live(
+    "a released gather's messages and replies are deleted from the storage; another gather's are kept",
+    () =>
+      withCluster((policy, file) =>
+        Effect.gen(function* () {
+          /** The stored messages of a gather's rollouts (their entity ids start with its key). */
+          const stored = (key: string) =>
+            Effect.gen(function* () {
+              const sql = yield* SqliteClient.SqliteClient
+              const rows = yield* sql<{ readonly n: number }>`SELECT COUNT(*) AS n FROM cluster_messages
+                WHERE entity_id LIKE ${`${key}/%`}`
+              return rows[0]?.n ?? -1
+            }).pipe(Effect.provide(SqliteClient.layer({ filename: file, readonly: true })), Effect.orDie)
+          const counts = Effect.all([stored("kept"), stored("released")])
+          const gather = (key: string) =>
+            Gather.groups({
+              policy,
+              scenarios: [{ id: 0, fail: false, pauseMs: 0 }],
+              rolloutsPerGroup: 2,
+              rollout: agent.rollout,
+              reward: agent.reward,
+              key
+            })
+          yield* gather("kept")
+          yield* gather("released")
+          expect(yield* counts).toEqual([2, 2])
+          yield* Gather.release("released")
+          expect(yield* counts).toEqual([2, 0])
+          // A key never gathered, or released twice: nothing happens.
+          yield* Gather.release("released")
+          yield* Gather.release("never")
+          expect(yield* stored("kept")).toBe(2)
         })
       ),
     60_000

@@ -18,7 +18,10 @@
  */
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
-import type * as Sharding from "@effect/cluster/Sharding"
+import * as EntityAddress from "@effect/cluster/EntityAddress"
+import * as EntityId from "@effect/cluster/EntityId"
+import * as MessageStorage from "@effect/cluster/MessageStorage"
+import * as Sharding from "@effect/cluster/Sharding"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -166,10 +169,25 @@ const refOf = (policy: Policy.Policy): Effect.Effect<PolicyRef> =>
 /** The executor of a driver: each rollout sent as a persisted message to its entity (see the module). */
 export const makeExecutor = (
   agents: ReadonlyArray<RolloutAgent.Any>
-): Effect.Effect<Executor, never, Sharding.Sharding> =>
+): Effect.Effect<Executor, never, Sharding.Sharding | MessageStorage.MessageStorage> =>
   Effect.gen(function* () {
     const client = yield* RolloutEntity.client
+    const sharding = yield* Sharding.Sharding
+    const storage = yield* MessageStorage.MessageStorage
     const named = byName(agents)
+    /** The entities this driver sent rollouts to, by gather key (what `release` clears). */
+    const sent = new Map<string, Set<string>>()
+    /** Deletes a rollout entity's stored messages and replies. */
+    const clear = (id: string) => {
+      const entityId = EntityId.make(id)
+      return storage.clearAddress(
+        EntityAddress.make({
+          shardId: sharding.getShardId(entityId, RolloutEntity.getShardGroup(entityId)),
+          entityType: RolloutEntity.type,
+          entityId
+        })
+      )
+    }
     const byRollout = new Map<unknown, RolloutAgent.Any>(agents.map((agent) => [agent.rollout, agent]))
     return {
       name: "cluster",
@@ -195,7 +213,10 @@ export const makeExecutor = (
             Effect.gen(function* () {
               const policy = yield* refOf(binding.policy)
               const scenario = yield* encodeScenario(job.scenario)
-              const entity = client(entityId(binding.key, job.group, job.index))
+              const id = entityId(binding.key, job.group, job.index)
+              const ids = sent.get(binding.key) ?? new Set<string>()
+              sent.set(binding.key, ids.add(id))
+              const entity = client(id)
               for (let attempt = 0; ; attempt++) {
                 const exit = yield* Effect.exit(
                   entity
@@ -231,6 +252,16 @@ export const makeExecutor = (
                 }
               }
             })
-        })
+        }),
+      release: (key: string) => {
+        const ids = sent.get(key)
+        if (ids === undefined) return Effect.void
+        sent.delete(key)
+        return Effect.forEach(ids, clear, { discard: true, concurrency: 8 }).pipe(
+          Effect.catchAllCause((cause) =>
+            Effect.logWarning(`RolloutCluster: the stored rollouts of ${key} could not be deleted`, cause)
+          )
+        )
+      }
     } satisfies Executor
   })
