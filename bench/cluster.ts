@@ -20,7 +20,7 @@
  * The backend and the driver share the machine's cores with the runners, so the speed-up falls short of 2x by
  * what they use.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -35,6 +35,7 @@ import * as LocalBackend from "../src/LocalBackend.js"
 import * as Gather from "../src/workflow/Gather.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as RolloutCluster from "../src/workflow/RolloutCluster.js"
+import { spawnTsx, until } from "../test/support/children.js"
 import * as Pg from "../test/support/postgres.js"
 import { agents, CPU_MS, cpu, trivial } from "./cluster/agents.js"
 import { fmt, intFlag, printTable } from "./harness.js"
@@ -44,30 +45,23 @@ const TRIVIAL_ROLLOUTS = intFlag("trivial-rollouts", 96)
 const SEQUENTIAL = intFlag("sequential", 24)
 const CAPACITY = intFlag("capacity", 4)
 const API_KEY = "sk-bench-cluster"
-const root = new URL("../", import.meta.url).pathname
 
 const children: Array<ChildProcess> = []
 
 const startRunner = async (cluster: string, env: NodeJS.ProcessEnv): Promise<void> => {
   const port = await Pg.freePort()
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "bench/cluster/runner.ts", cluster, String(port), String(CAPACITY)],
-    { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] }
+  const runner = spawnTsx("bench/cluster/runner.ts", [cluster, String(port), String(CAPACITY)], env)
+  children.push(runner.child)
+  await until(
+    "the runner to listen",
+    () => {
+      if (runner.child.exitCode !== null) throw new Error(`the runner did not start:\n${runner.output()}`)
+      return /Listening on/.test(runner.output()) ? true : undefined
+    },
+    60_000,
+    runner.output,
+    50
   )
-  children.push(child)
-  let out = ""
-  child.stdout?.on("data", (chunk) => {
-    out += chunk
-  })
-  child.stderr?.on("data", (chunk) => {
-    out += chunk
-  })
-  const deadline = Date.now() + 60_000
-  while (!/Listening on/.test(out)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the runner did not start:\n${out}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
   // Let the shards settle on the new set of runners (assignments refresh every second).
   await new Promise((resolve) => setTimeout(resolve, 4_000))
 }

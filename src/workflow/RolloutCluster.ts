@@ -177,6 +177,28 @@ export const storage = (url: string): Layer.Layer<SqlClient, RolloutClusterError
 }
 
 /**
+ * A driver's or runner's cluster layer on the storage of `cluster`, its other failures a
+ * {@link RolloutClusterError} with `reason` and `describe(cause)`, built fresh (its own sharding, not shared
+ * with another built in the same layer) and started again after a failure ({@link retryStart}).
+ */
+const joined = <A, E, R>(
+  layer: Layer.Layer<A, E, R>,
+  cluster: string,
+  reason: RolloutClusterError["reason"],
+  describe: (cause: E) => string
+): Layer.Layer<A, RolloutClusterError, Exclude<R, SqlClient>> =>
+  layer.pipe(
+    Layer.provide(storage(cluster)),
+    Layer.mapError((cause) =>
+      cause instanceof RolloutClusterError
+        ? cause
+        : new RolloutClusterError({ reason, description: describe(cause), cause })
+    ),
+    Layer.fresh,
+    retryStart
+  )
+
+/**
  * The driver's layer: gathers (and so `TrainingLoop.run`) send their rollouts to the cluster's runners. The
  * gather's `rollout` and `reward` must be an agent's of `agents` (it dies saying so otherwise).
  */
@@ -193,19 +215,8 @@ export const layer = (options: ClusterOptions): Layer.Layer<never, RolloutCluste
               shardingConfig: { ...DEFAULT_SHARDING, ...options.sharding }
             })
           ),
-          Layer.provide(storage(options.cluster)),
-          Layer.mapError((cause) =>
-            cause instanceof RolloutClusterError
-              ? cause
-              : new RolloutClusterError({
-                  reason: "Storage",
-                  description: `the cluster could not be joined: ${cause}`,
-                  cause
-                })
-          ),
           // Its own cluster client, not shared with a runner (or another driver) built in the same layer.
-          Layer.fresh,
-          retryStart
+          (built) => joined(built, options.cluster, "Storage", (cause) => `the cluster could not be joined: ${cause}`)
         )
     )
   )
@@ -250,19 +261,14 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
             }
           })
         ),
-        Layer.provide(storage(options.cluster)),
-        Layer.mapError((cause) =>
-          cause instanceof RolloutClusterError
-            ? cause
-            : new RolloutClusterError({
-                reason: "Listen",
-                description: `the runner could not listen on ${options.listenHost ?? host}:${port}: ${cause}`,
-                cause
-              })
-        ),
         // Its own sharding, not shared with a driver (or another runner) built in the same layer.
-        Layer.fresh,
-        retryStart
+        (built) =>
+          joined(
+            built,
+            options.cluster,
+            "Listen",
+            (cause) => `the runner could not listen on ${options.listenHost ?? host}:${port}: ${cause}`
+          )
       )
     })
   )

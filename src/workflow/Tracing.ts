@@ -46,6 +46,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import { callRef as callRefOf } from "../api/internal/callRef.js"
 import type { JsonObject, JsonValue } from "../api/Json.js"
 import { resolveOptions } from "../client/internal/config.js"
 import { normalizeBaseUrl } from "../client/internal/http.js"
@@ -70,7 +71,7 @@ export const REWARD_FEEDBACK = "reward"
 export const TRACE_CALL_METADATA = "trace_call"
 
 /** The ref of a call of `project`, as feedback names it: `weave:///<project>/call/<id>`. */
-export const callRef = (project: string, id: string): string => `weave:///${project}/call/${id}`
+export const callRef: (project: string, id: string) => string = callRefOf
 
 /** A traced call: its id and its trace's id. */
 export interface CallRef {

@@ -102,22 +102,7 @@ if (!existsSync(CHROMIUM)) {
           const modelId = run.policy.record.id
           yield* client.log(modelId, { split: "val", trajectory_groups: [{ trajectories: [toolGame] }] })
 
-          mkdirSync(SHOTS, { recursive: true })
-          const profile = mkdtempSync(join(tmpdir(), "effect-rl-chromium-"))
-          const browser = yield* Effect.acquireRelease(
-            Effect.promise(() => launch(profile)),
-            (b: BrowserContext) =>
-              Effect.promise(() => b.close()).pipe(
-                Effect.ensuring(Effect.sync(() => rmSync(profile, { recursive: true, force: true })))
-              )
-          )
-          const page: Page = yield* Effect.promise(() => browser.newPage())
-          const problems: Array<string> = []
-          page.on("console", (message) => {
-            if (message.type() === "error") problems.push(message.text())
-          })
-          page.on("pageerror", (error) => problems.push(error.message))
-          const act = <A>(f: () => Promise<A>) => Effect.promise(f)
+          const { page, problems } = yield* openPage
 
           // A wrong key is refused and the form stays.
           yield* act(() => page.goto(`${url}/ui/`))

@@ -8,7 +8,7 @@
  * long SFT job of another model is queued first, so the loop's job waits behind it long enough to kill the
  * loop and start it again while the job has not ended.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -24,9 +24,9 @@ import * as Scope from "effect/Scope"
 import { afterAll, describe, expect, it } from "vitest"
 import * as LocalBackend from "../../src/LocalBackend.js"
 import * as Database from "../../src/local/store/Database.js"
+import { spawnTsx, until } from "../support/children.js"
 import { API_KEY } from "../support/clients.js"
 
-const root = new URL("../../", import.meta.url).pathname
 const children: Array<ChildProcess> = []
 const dirs: Array<string> = []
 const scope = Effect.runSync(Scope.make())
@@ -45,33 +45,9 @@ const tempDir = (prefix: string) => {
 
 /** Runs the loop in a child process; its output and its exit. */
 const loop = (url: string, state: string, steps: number) => {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "test/workflow/fixtures/loop-child.ts", url, state, String(steps)],
-    { cwd: root, stdio: ["ignore", "pipe", "pipe"] }
-  )
-  children.push(child)
-  let out = ""
-  child.stdout?.on("data", (chunk) => {
-    out += chunk
-  })
-  child.stderr?.on("data", (chunk) => {
-    out += chunk
-  })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal }))
-  )
-  return { child, output: () => out, exited }
-}
-
-const until = async <A>(what: string, probe: () => A | undefined, ms: number, output: () => string): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
+  const started = spawnTsx("test/workflow/fixtures/loop-child.ts", [url, state, String(steps)])
+  children.push(started.child)
+  return started
 }
 
 const api = async <A>(url: string, method: string, path: string, body?: unknown): Promise<A> => {

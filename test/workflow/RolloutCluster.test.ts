@@ -14,7 +14,7 @@
  *
  * Without Postgres binaries the tests are skipped, loudly.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -26,10 +26,10 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as LocalBackend from "../../src/LocalBackend.js"
+import { type Child, spawnTsx, until } from "../support/children.js"
 import { API_KEY } from "../support/clients.js"
 import * as Pg from "../support/postgres.js"
 
-const root = new URL("../../", import.meta.url).pathname
 const bin = Pg.binaries()
 if (bin === undefined) {
   console.warn(
@@ -47,40 +47,10 @@ let log = ""
 let cluster = ""
 let runners: Array<Child> = []
 
-interface Child {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
 const spawnChild = (script: string, args: ReadonlyArray<string>): Child => {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: root,
-    env,
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  children.push(child)
-  let out = ""
-  child.stdout?.on("data", (chunk) => {
-    out += chunk
-  })
-  child.stderr?.on("data", (chunk) => {
-    out += chunk
-  })
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal }))
-  )
-  return { child, output: () => out, exited }
-}
-
-const until = async <A>(what: string, probe: () => A | undefined, ms: number, output: () => string): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = probe()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  const started = spawnTsx(script, args, env)
+  children.push(started.child)
+  return started
 }
 
 /** The log's lines: what happened (`start`/`done`), the rollout (`<scenario id>/<index>`), the runner's pid. */

@@ -14,6 +14,7 @@
  * @since 0.1.0
  */
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
+import { runToEnd } from "./Scheduler.js"
 
 /** A model that can also extend a state by several tokens at once (the local policy can). */
 export interface ExtendableModel<S extends DecodeState> extends LanguageModel<S> {
@@ -33,7 +34,7 @@ export interface PromptStates {
     model: LanguageModel<S>,
     ids: ReadonlyArray<number>,
     chunk?: ChunkSize
-  ) => Generator<void, S>
+  ) => Generator<undefined, S>
 }
 
 /** How many prompt tokens to run in one piece when the state already holds `position` tokens. */
@@ -59,7 +60,7 @@ export function* runPrompt<S extends DecodeState>(
   state: S | null,
   ids: ReadonlyArray<number>,
   chunk: ChunkSize = DEFAULT_CHUNK
-): Generator<void, S> {
+): Generator<undefined, S> {
   if (state === null && !isExtendable(model)) return model.prefill(ids)
   let at = state?.length ?? 0
   let current = state
@@ -72,14 +73,6 @@ export function* runPrompt<S extends DecodeState>(
     if (at < ids.length) yield
   }
   return current
-}
-
-/** Runs a generator to its end (no pauses). */
-const drain = <A>(steps: Generator<void, A>): A => {
-  for (;;) {
-    const next = steps.next()
-    if (next.done === true) return next.value
-  }
 }
 
 interface Entry {
@@ -123,13 +116,13 @@ export class PrefixCache implements PromptStates {
   }
 
   readonly prefill = <S extends DecodeState>(model: LanguageModel<S>, ids: ReadonlyArray<number>): S =>
-    drain(this.prefillSteps(model, ids, WHOLE))
+    runToEnd(this.prefillSteps(model, ids, WHOLE))
 
   readonly prefillSteps = <S extends DecodeState>(
     model: LanguageModel<S>,
     ids: ReadonlyArray<number>,
     chunk: ChunkSize = DEFAULT_CHUNK
-  ): Generator<void, S> => {
+  ): Generator<undefined, S> => {
     if (!isExtendable(model) || ids.length > this.maxTokens) return runPrompt(model, null, ids, chunk)
     return this.cachedSteps(model, ids, chunk)
   }
@@ -138,7 +131,7 @@ export class PrefixCache implements PromptStates {
     model: ExtendableModel<S>,
     ids: ReadonlyArray<number>,
     chunk: ChunkSize
-  ): Generator<void, S> {
+  ): Generator<undefined, S> {
     let best: Entry | undefined
     for (const entry of this.entries) {
       if ((best === undefined || entry.ids.length > best.ids.length) && startsWith(ids, entry.ids)) best = entry

@@ -84,7 +84,7 @@ import { badRequest, EngineError, unsupported } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
 import { type PrefixCache, type PromptStates, runPrompt } from "./PrefixCache.js"
 import { Rng } from "./Random.js"
-import { decoding, type Task } from "./Scheduler.js"
+import { decoding, runToEnd, type Task } from "./Scheduler.js"
 import { EOS, encode, IM_END, isSpecial, PAD, STOP_IDS, tokenBytes, tokenString } from "./Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
 import { completeEnd, maskNext, Utf8State } from "./Utf8.js"
@@ -806,7 +806,7 @@ class Job<S extends DecodeState> {
     request: ChatCompletionRequest,
     plan: Plan,
     options: CompleteOptions
-  ): Generator<void, Job<S>> {
+  ): Generator<undefined, Job<S>> {
     const base =
       options.promptStates === undefined
         ? yield* runPrompt(model, null, plan.promptIds)
@@ -1035,13 +1035,8 @@ export const prepare = <S extends DecodeState>(
       return yield* job.rounds()
     },
     stream: function* () {
-      const steps = Job.start(model, request, checked, options)
-      let next = steps.next()
-      while (next.done !== true) {
-        yield undefined
-        next = steps.next()
-      }
-      yield* next.value.stream()
+      const job = yield* Job.start(model, request, checked, options)
+      yield* job.stream()
     }
   }
 }
@@ -1054,13 +1049,7 @@ export const complete = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): ChatCompletion => {
-  const rounds = prepare(model, request, options).rounds()
-  for (;;) {
-    const next = rounds.next()
-    if (next.done === true) return next.value
-  }
-}
+): ChatCompletion => runToEnd(prepare(model, request, options).rounds())
 
 /**
  * Serve a chat-completions request as the chunks of a stream, in order: one role chunk per choice (the

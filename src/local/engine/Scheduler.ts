@@ -73,5 +73,13 @@ export class Scheduler {
   }
 }
 
+/** Runs work done in steps (a generator that pauses between them) to its end at once: its result. */
+export const runToEnd = <A>(steps: Generator<unknown, A>): A => {
+  for (;;) {
+    const next = steps.next()
+    if (next.done === true) return next.value
+  }
+}
+
 /** The scheduler of this process's decoding (every server in the process shares the CPU, so one). */
 export const decoding = new Scheduler()

@@ -12,175 +12,79 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import { orDieSql } from "./internal/sql.js"
+import type {
+  CheckpointPoint,
+  GroupSpread,
+  JobSummary,
+  ModelRow,
+  ModelSummary,
+  Overview,
+  Sort,
+  TrajectoryPage,
+  TrajectoryRow
+} from "./DashboardShapes.js"
+import { finiteMetrics } from "./internal/rows.js"
+import { orDieSql, parseJson } from "./internal/sql.js"
 import { notFound, type StoreError } from "./StoreError.js"
 
-/** A model as the projects page lists it. */
-export interface ModelSummary {
-  readonly id: string
-  readonly entity: string
-  readonly project: string
-  readonly name: string
-  readonly base_model: string
-  readonly created_at: string
-  readonly latest_step: number | null
-  readonly last_reward: number | null
-  readonly last_val_reward: number | null
-  readonly job_status: string | null
-  readonly jobs: number
-}
-
-/** A log entry: its split and step and the metrics stored with it. */
-export interface LogPoint {
-  readonly id: string
-  readonly split: string
-  readonly step: number
-  readonly metrics: Readonly<Record<string, number>>
-  readonly created_at: string
-}
-
-/** A `gradient_step` event of one of the model's jobs, numbered within its job. */
-export interface GradientPoint {
-  readonly job_id: string
-  readonly index: number
-  readonly metrics: Readonly<Record<string, number>>
-}
-
-/** A checkpoint step; `deleted` when a job made it and it is gone (deleted by retention). */
-export interface CheckpointPoint {
-  readonly step: number
-  readonly deleted: boolean
-  readonly metrics: Readonly<Record<string, number>>
-  readonly created_at: string | null
-}
-
-/** A job as the model page lists it. */
-export interface JobSummary {
-  readonly id: string
-  readonly kind: string
-  readonly status: string
-  readonly created_at: string
-  readonly started_at: string | null
-  readonly finished_at: string | null
-  readonly step: number | null
-  readonly error_message: string | null
-}
-
-/** Everything the model page shows. */
-export interface Overview {
-  readonly model: ModelSummary
-  readonly logs: ReadonlyArray<LogPoint>
-  readonly gradient_steps: ReadonlyArray<GradientPoint>
-  readonly checkpoints: ReadonlyArray<CheckpointPoint>
-  readonly jobs: ReadonlyArray<JobSummary>
-}
-
-/** A trajectory's place and numbers, without its messages. */
-export interface TrajectoryRow {
-  readonly group: number
-  readonly index: number
-  readonly reward: number
-  readonly metrics: Readonly<Record<string, unknown>>
-  readonly turns: number
-  readonly tool_calls: number
-  /** The start of the last assistant text, for a glance. */
-  readonly preview: string
-}
-
-/** A group's reward spread. */
-export interface GroupSpread {
-  readonly group: number
-  readonly size: number
-  readonly mean: number
-  readonly min: number
-  readonly max: number
-  readonly std: number
-}
-
-/** The order of a trajectory page. */
-export type Sort = "reward_desc" | "reward_asc" | "position"
-
-/** A page of a log entry's trajectories. */
-export interface TrajectoryPage {
-  readonly log: LogPoint & { readonly model_id: string }
-  readonly total: number
-  readonly data: ReadonlyArray<TrajectoryRow>
+/** A page of a log entry's trajectories as the store reads it, with the next page's offset (the server's cursor). */
+export interface OffsetPage extends Omit<TrajectoryPage, "next_cursor"> {
   /** The offset of the next page, or null at the end. */
   readonly next_offset: number | null
-  readonly groups: ReadonlyArray<GroupSpread>
 }
 
-const parse = (text: string | null): unknown => {
-  if (text === null) return null
-  try {
-    return JSON.parse(text)
-  } catch {
-    return null
-  }
+/** The finite numbers of a stored JSON object (a metrics column); none when it is not one. */
+const metricsOf = (text: string | null): Record<string, number> => {
+  const value = parseJson(text)
+  return finiteMetrics(typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined)
 }
 
-const numbers = (value: unknown): Record<string, number> => {
-  const out: Record<string, number> = {}
-  if (typeof value !== "object" || value === null) return out
-  for (const [key, v] of Object.entries(value)) if (typeof v === "number" && Number.isFinite(v)) out[key] = v
-  return out
-}
-
-interface ModelRow {
-  readonly id: string
-  readonly entity: string
-  readonly project: string
-  readonly name: string
-  readonly base_model: string
-  readonly created_at: string
-}
-
-const summarize = (sql: SqlClient.SqlClient, model: ModelRow) =>
-  Effect.gen(function* () {
-    const [latest] = yield* sql<{ readonly step: number | null }>`SELECT MAX(step) AS step FROM checkpoints
-      WHERE model_id = ${model.id}`
-    const lastOf = (split: string) =>
-      Effect.map(
-        sql<{ readonly metrics: string }>`SELECT metrics FROM logs WHERE model_id = ${model.id} AND split = ${split}
-          ORDER BY step DESC, rowid DESC LIMIT 1`,
-        (rows) => numbers(parse(rows[0]?.metrics ?? null)).reward ?? null
+/**
+ * Models with what the projects page shows of each, in one query (newest first): the latest checkpoint step,
+ * the metrics of the last `train` and `val` log entries, the latest job's status and the number of jobs.
+ */
+const summaries = (sql: SqlClient.SqlClient, modelId?: string) =>
+  Effect.map(
+    sql<
+      ModelRow & {
+        readonly latest_step: number | null
+        readonly last_train: string | null
+        readonly last_val: string | null
+        readonly job_status: string | null
+        readonly jobs: number
+      }
+    >`SELECT m.id, m.entity, m.project, m.name, m.base_model, m.created_at,
+      (SELECT MAX(step) FROM checkpoints c WHERE c.model_id = m.id) AS latest_step,
+      (SELECT metrics FROM logs l WHERE l.model_id = m.id AND l.split = 'train'
+        ORDER BY l.step DESC, l.rowid DESC LIMIT 1) AS last_train,
+      (SELECT metrics FROM logs l WHERE l.model_id = m.id AND l.split = 'val'
+        ORDER BY l.step DESC, l.rowid DESC LIMIT 1) AS last_val,
+      (SELECT status FROM training_jobs j WHERE j.model_id = m.id ORDER BY j.seq DESC LIMIT 1) AS job_status,
+      (SELECT COUNT(*) FROM training_jobs j WHERE j.model_id = m.id) AS jobs
+      FROM models m ${modelId === undefined ? sql`` : sql`WHERE m.id = ${modelId}`}
+      ORDER BY m.created_at DESC, m.rowid DESC`,
+    (rows) =>
+      rows.map(
+        ({ last_train, last_val, ...row }): ModelSummary => ({
+          ...row,
+          last_reward: metricsOf(last_train).reward ?? null,
+          last_val_reward: metricsOf(last_val).reward ?? null
+        })
       )
-    const jobs = yield* sql<{ readonly status: string; readonly n: number }>`SELECT
-      (SELECT status FROM training_jobs WHERE model_id = ${model.id} ORDER BY seq DESC LIMIT 1) AS status,
-      (SELECT COUNT(*) FROM training_jobs WHERE model_id = ${model.id}) AS n`
-    const summary: ModelSummary = {
-      ...model,
-      latest_step: latest?.step ?? null,
-      last_reward: yield* lastOf("train"),
-      last_val_reward: yield* lastOf("val"),
-      job_status: jobs[0]?.status ?? null,
-      jobs: jobs[0]?.n ?? 0
-    }
-    return summary
-  })
-
-const MODEL_COLUMNS = "id, entity, project, name, base_model, created_at"
+  )
 
 /** Every model (newest first) with its latest step, last train and val rewards and latest job's status. */
-export const models: Effect.Effect<ReadonlyArray<ModelSummary>, never, SqlClient.SqlClient> = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const rows =
-    yield* sql<ModelRow>`SELECT ${sql.literal(MODEL_COLUMNS)} FROM models ORDER BY created_at DESC, rowid DESC`
-  return yield* Effect.forEach(rows, (row) => summarize(sql, row))
-}).pipe(orDieSql, Effect.withSpan("Dashboard.models"))
-
-const requireModel = (sql: SqlClient.SqlClient, modelId: string) =>
-  Effect.flatMap(
-    sql<ModelRow>`SELECT ${sql.literal(MODEL_COLUMNS)} FROM models WHERE id = ${modelId}`,
-    (rows): Effect.Effect<ModelRow, StoreError> =>
-      rows[0] === undefined ? Effect.fail(notFound(`model ${modelId} not found`)) : Effect.succeed(rows[0])
-  )
+export const models: Effect.Effect<ReadonlyArray<ModelSummary>, never, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => summaries(sql)
+).pipe(orDieSql, Effect.withSpan("Dashboard.models"))
 
 /** One model's page: its logged steps, gradient steps, checkpoints and jobs, oldest first; `NotFound` without it. */
 export const overview = (modelId: string): Effect.Effect<Overview, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const model = yield* summarize(sql, yield* requireModel(sql, modelId))
+    const [model] = yield* summaries(sql, modelId)
+    if (model === undefined) return yield* Effect.fail(notFound(`model ${modelId} not found`))
     const logs = yield* sql<{
       readonly id: string
       readonly split: string
@@ -206,17 +110,17 @@ export const overview = (modelId: string): Effect.Effect<Overview, StoreError, S
     const counters = new Map<string, number>()
     return {
       model,
-      logs: logs.map((log) => ({ ...log, metrics: numbers(parse(log.metrics)) })),
+      logs: logs.map((log) => ({ ...log, metrics: metricsOf(log.metrics) })),
       gradient_steps: events.map((event) => {
         const index = counters.get(event.job_id) ?? 0
         counters.set(event.job_id, index + 1)
-        return { job_id: event.job_id, index, metrics: numbers(parse(event.data)) }
+        return { job_id: event.job_id, index, metrics: metricsOf(event.data) }
       }),
       checkpoints: [
         ...checkpoints.map((c) => ({
           step: c.step,
           deleted: false,
-          metrics: numbers(parse(c.metrics)),
+          metrics: metricsOf(c.metrics),
           created_at: c.created_at
         })),
         ...deleted
@@ -286,14 +190,14 @@ const readLog = (sql: SqlClient.SqlClient, logId: string) =>
     (rows) => {
       const row = rows[0]
       if (row === undefined) return Effect.fail(notFound(`log entry ${logId} not found`))
-      const groups = parse(row.trajectory_groups)
+      const groups = parseJson(row.trajectory_groups)
       return Effect.succeed({
         log: {
           id: row.id,
           model_id: row.model_id,
           split: row.split,
           step: row.step,
-          metrics: numbers(parse(row.metrics)),
+          metrics: metricsOf(row.metrics),
           created_at: row.created_at
         },
         groups: (Array.isArray(groups) ? groups : []) as ReadonlyArray<Stored>
@@ -312,7 +216,7 @@ export interface PageOptions {
 export const trajectoryPage = (
   logId: string,
   options: PageOptions
-): Effect.Effect<TrajectoryPage, StoreError, SqlClient.SqlClient> =>
+): Effect.Effect<OffsetPage, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { groups, log } = yield* readLog(sql, logId)
@@ -339,11 +243,7 @@ export const trajectory = (
   logId: string,
   group: number,
   index: number
-): Effect.Effect<
-  { readonly log: TrajectoryPage["log"]; readonly trajectory: unknown },
-  StoreError,
-  SqlClient.SqlClient
-> =>
+): Effect.Effect<{ readonly log: OffsetPage["log"]; readonly trajectory: unknown }, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const { groups, log } = yield* readLog(sql, logId)

@@ -11,59 +11,19 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
-import { orDieSql } from "./internal/sql.js"
+import { callRef } from "../../api/internal/callRef.js"
+import type {
+  CallDetail,
+  CallFeedback,
+  CallSummary,
+  ModelUsage,
+  TraceProject,
+  TraceRoot,
+  TraceTree,
+  Usage
+} from "./DashboardShapes.js"
+import { orDieSql, parseJson } from "./internal/sql.js"
 import { notFound, type StoreError } from "./StoreError.js"
-
-/** Token counts of one model. */
-export interface ModelUsage {
-  readonly prompt_tokens: number
-  readonly completion_tokens: number
-  readonly total_tokens: number
-  readonly requests: number
-}
-
-/** Token counts by model. */
-export type Usage = Readonly<Record<string, ModelUsage>>
-
-/** A traced project: how many calls and traces it holds, and when its latest call started. */
-export interface TraceProject {
-  readonly project_id: string
-  readonly calls: number
-  readonly traces: number
-  readonly latest_started_at: string
-}
-
-/** Feedback on a call: its type and payload (e.g. the workflow's `reward`). */
-export interface CallFeedback {
-  readonly id: string
-  readonly feedback_type: string
-  readonly payload: unknown
-  readonly created_at: string
-}
-
-/** How a call ended: `running` until its end arrives. */
-export type CallStatus = "success" | "error" | "running"
-
-/** A call without its inputs and outputs, as the lists and the tree show it. */
-export interface CallSummary {
-  readonly id: string
-  readonly trace_id: string
-  readonly parent_id: string | null
-  readonly op_name: string
-  readonly display_name: string | null
-  readonly started_at: string
-  readonly ended_at: string | null
-  readonly latency_ms: number | null
-  readonly status: CallStatus
-  readonly exception: string | null
-  readonly usage: Usage | null
-  readonly feedback: ReadonlyArray<CallFeedback>
-}
-
-/** A trace as the list shows it: its root call and how many calls it holds. */
-export interface TraceRoot extends CallSummary {
-  readonly calls: number
-}
 
 /** Where a page of traces starts: after (older than) the root with this `started_key` and id. */
 export interface RootCursor {
@@ -77,28 +37,6 @@ export interface RootPage {
   readonly next: RootCursor | null
 }
 
-/** A page of traces as answered: the next page's cursor as text. */
-export interface RootPageAnswer {
-  readonly data: ReadonlyArray<TraceRoot>
-  readonly next_cursor: string | null
-}
-
-/** One trace's calls by start, the most {@link MAX_TREE} of them (`truncated` when there are more). */
-export interface TraceTree {
-  readonly project_id: string
-  readonly trace_id: string
-  readonly calls: ReadonlyArray<CallSummary>
-  readonly truncated: boolean
-}
-
-/** A call in full: its summary, attributes, inputs, output and summary as stored. */
-export interface CallDetail extends CallSummary {
-  readonly attributes: unknown
-  readonly inputs: unknown
-  readonly output: unknown
-  readonly summary: unknown
-}
-
 /** The most calls of one trace answered at once. */
 export const MAX_TREE = 5000
 
@@ -109,26 +47,14 @@ const LIVE = "has_start = 1 AND deleted_at IS NULL"
 const SUMMARY_COLUMNS =
   "id, trace_id, parent_id, op_name, display_name, started_at, started_key, ended_at, exception, summary"
 
-interface SummaryRow {
-  readonly id: string
-  readonly trace_id: string
-  readonly parent_id: string | null
-  readonly op_name: string
-  readonly display_name: string | null
-  readonly started_at: string
+/** A stored call as the summaries read it. */
+interface SummaryRow
+  extends Pick<
+    CallSummary,
+    "id" | "trace_id" | "parent_id" | "op_name" | "display_name" | "started_at" | "ended_at" | "exception"
+  > {
   readonly started_key: number
-  readonly ended_at: string | null
-  readonly exception: string | null
   readonly summary: string | null
-}
-
-const parse = (text: string | null): unknown => {
-  if (text === null) return null
-  try {
-    return JSON.parse(text)
-  } catch {
-    return null
-  }
 }
 
 const count = (value: unknown): number => (typeof value === "number" && Number.isFinite(value) ? value : 0)
@@ -183,13 +109,10 @@ const summarize = (row: SummaryRow, feedback: ReadonlyArray<CallFeedback>): Call
     latency_ms: latency === null || Number.isNaN(latency) ? null : latency,
     status: row.exception !== null ? "error" : row.ended_at === null ? "running" : "success",
     exception: row.exception,
-    usage: usageOf(parse(row.summary)),
+    usage: usageOf(parseJson(row.summary)),
     feedback
   }
 }
-
-/** The ref feedback names a call by. */
-export const callRef = (projectId: string, id: string): string => `weave:///${projectId}/call/${id}`
 
 const CHUNK = 500
 
@@ -214,7 +137,7 @@ const feedbackOn = (sql: SqlClient.SqlClient, projectId: string, ids: ReadonlyAr
         list.push({
           id: row.id,
           feedback_type: row.feedback_type,
-          payload: parse(row.payload),
+          payload: parseJson(row.payload),
           created_at: row.created_at
         })
         byCall.set(id, list)
@@ -333,9 +256,9 @@ export const call = (projectId: string, id: string): Effect.Effect<CallDetail, S
     const feedback = yield* feedbackOn(sql, projectId, [id])
     return {
       ...summarize(row, feedback.get(id) ?? []),
-      attributes: parse(row.attributes),
-      inputs: parse(row.inputs),
-      output: parse(row.output),
-      summary: parse(row.summary)
+      attributes: parseJson(row.attributes),
+      inputs: parseJson(row.inputs),
+      output: parseJson(row.output),
+      summary: parseJson(row.summary)
     }
   }).pipe(orDieSql, Effect.withSpan("DashboardTraces.call"))

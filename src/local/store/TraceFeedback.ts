@@ -15,6 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { callRef } from "../../api/internal/callRef.js"
 import type { JsonObject, JsonValue } from "../../api/Json.js"
 
 /** A feedback row as stored; `payload` and `extra` (the scorer and span fields) are JSON text. */
@@ -307,7 +308,7 @@ export const decorateCalls = (
   Effect.gen(function* () {
     if (calls.length === 0 || (options.feedback !== true && options.costs !== true)) return calls
     const store = yield* TraceFeedback
-    const refOf = (call: JsonObject) => `weave:///${projectId}/call/${String(call.id)}`
+    const refOf = (call: JsonObject) => callRef(projectId, String(call.id))
     const byRef = new Map<string, Array<JsonObject>>()
     if (options.feedback === true) {
       for (const record of yield* store.feedbackOn(projectId, calls.map(refOf))) {

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as Dashboard from "../../store/Dashboard.js"
+import type { Sort, TrajectoryPage } from "../../store/DashboardShapes.js"
 import type { StoreError } from "../../store/StoreError.js"
 import { LocalApi } from "../LocalApi.js"
 import { detail } from "./responses.js"
@@ -19,15 +20,23 @@ export const MAX_PAGE = 200
 /** The page size when none is asked. */
 export const DEFAULT_PAGE = 50
 
-const SORTS: ReadonlyArray<Dashboard.Sort> = ["position", "reward_desc", "reward_asc"]
+const SORTS: ReadonlyArray<Sort> = ["position", "reward_desc", "reward_asc"]
 
 /** A store failure as an answer: `NotFound` is a 404 with the store's message (naming what); else a defect. */
-const answer = <A, R>(
+export const answer = <A, R>(
   effect: Effect.Effect<A, StoreError, R>
 ): Effect.Effect<A | HttpServerResponse.HttpServerResponse, never, R> =>
   Effect.catchTag(effect, "StoreError", (error) =>
     error.reason === "NotFound" ? Effect.succeed(detail(404, error.message)) : Effect.die(error)
   )
+
+/** A page's `limit` (default {@link DEFAULT_PAGE}), or the 400 naming it when it is no whole number in range. */
+export const limitOf = (raw: string | undefined): number | HttpServerResponse.HttpServerResponse => {
+  const limit = raw === undefined ? DEFAULT_PAGE : Number(raw)
+  return /^\d+$/.test(raw ?? "1") && limit >= 1 && limit <= MAX_PAGE
+    ? limit
+    : detail(400, `invalid limit '${raw}': a whole number from 1 to ${MAX_PAGE}`)
+}
 
 /** A `limit`, `cursor` and `sort` checked, or the 400 naming the bad one. */
 export const pageOptions = (params: {
@@ -35,15 +44,13 @@ export const pageOptions = (params: {
   readonly cursor?: string | undefined
   readonly sort?: string | undefined
 }): Dashboard.PageOptions | HttpServerResponse.HttpServerResponse => {
-  const limit = params.limit === undefined ? DEFAULT_PAGE : Number(params.limit)
-  if (!/^\d+$/.test(params.limit ?? "1") || limit < 1 || limit > MAX_PAGE) {
-    return detail(400, `invalid limit '${params.limit}': a whole number from 1 to ${MAX_PAGE}`)
-  }
+  const limit = limitOf(params.limit)
+  if (HttpServerResponse.isServerResponse(limit)) return limit
   const cursor = params.cursor
   if (cursor !== undefined && !/^\d{1,9}$/.test(cursor)) {
     return detail(400, `invalid cursor '${cursor.slice(0, 40)}': pass the next_cursor of the page before`)
   }
-  const sort = (params.sort ?? "position") as Dashboard.Sort
+  const sort = (params.sort ?? "position") as Sort
   if (!SORTS.includes(sort)) return detail(400, `invalid sort '${params.sort}': one of ${SORTS.join(", ")}`)
   return { limit, offset: cursor === undefined ? 0 : Number(cursor), sort }
 }
@@ -57,7 +64,7 @@ const page = (logId: string, params: Parameters<typeof pageOptions>[0]) =>
       return detail(400, `invalid cursor '${params.cursor}': log entry ${logId} has ${result.total} trajectories`)
     }
     const { next_offset, ...rest } = result
-    return { ...rest, next_cursor: next_offset === null ? null : String(next_offset) }
+    return { ...rest, next_cursor: next_offset === null ? null : String(next_offset) } satisfies TrajectoryPage
   })
 
 const index = (name: string, raw: string): number | HttpServerResponse.HttpServerResponse =>
@@ -84,20 +91,20 @@ const LIFETIME = "10 minutes"
  */
 export const live = (modelId: string) =>
   Effect.gen(function* () {
-    const first = yield* Dashboard.overview(modelId)
+    const overview = Effect.map(Dashboard.overview(modelId), (o) => JSON.stringify(o))
+    const first = yield* overview
     const sql = yield* SqlClient.SqlClient
-    const overviews = Stream.repeatEffectWithSchedule(
-      Dashboard.overview(modelId).pipe(Effect.map((overview) => JSON.stringify(overview))),
-      Schedule.spaced(POLL)
-    ).pipe(
+    const later = Stream.fromSchedule(Schedule.spaced(POLL)).pipe(
+      Stream.mapEffect(() => overview),
       // A model deleted while watched ends the stream.
-      Stream.catchAll(() => Stream.empty),
+      Stream.catchAll(() => Stream.empty)
+    )
+    const overviews = Stream.concat(Stream.make(first), later).pipe(
       Stream.changes,
       Stream.map((data) => `event: overview\ndata: ${data}\n\n`)
     )
     const heartbeat = Stream.repeatEffectWithSchedule(Effect.succeed(": keep-alive\n\n"), Schedule.spaced(HEARTBEAT))
-    const events = Stream.make(`event: overview\ndata: ${JSON.stringify(first)}\n\n`).pipe(
-      Stream.concat(Stream.merge(Stream.drop(overviews, 1), heartbeat, { haltStrategy: "left" })),
+    const events = Stream.merge(overviews, heartbeat, { haltStrategy: "left" }).pipe(
       Stream.interruptAfter(LIFETIME),
       Stream.encodeText,
       Stream.provideService(SqlClient.SqlClient, sql)

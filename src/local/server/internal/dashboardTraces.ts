@@ -7,20 +7,14 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import type { RootPageAnswer } from "../../store/DashboardShapes.js"
 import * as DashboardTraces from "../../store/DashboardTraces.js"
 import type { StoreError } from "../../store/StoreError.js"
 import { LocalApi } from "../LocalApi.js"
 import { SignIn } from "../SignIn.js"
-import { DEFAULT_PAGE, MAX_PAGE } from "./dashboard.js"
+import { answer, limitOf } from "./dashboard.js"
 import { detail } from "./responses.js"
 import { isProjectId } from "./trace/ids.js"
-
-const answer = <A, R>(
-  effect: Effect.Effect<A, StoreError, R>
-): Effect.Effect<A | HttpServerResponse.HttpServerResponse, never, R> =>
-  Effect.catchTag(effect, "StoreError", (error) =>
-    error.reason === "NotFound" ? Effect.succeed(detail(404, error.message)) : Effect.die(error)
-  )
 
 /** The project of a query, or the 400 naming what is wrong with it. */
 const projectOf = (project: string | undefined): string | HttpServerResponse.HttpServerResponse =>
@@ -41,10 +35,8 @@ export const rootsOptions = (params: {
 }) => {
   const project = projectOf(params.project)
   if (HttpServerResponse.isServerResponse(project)) return project
-  const limit = params.limit === undefined ? DEFAULT_PAGE : Number(params.limit)
-  if (!/^\d+$/.test(params.limit ?? "1") || limit < 1 || limit > MAX_PAGE) {
-    return detail(400, `invalid limit '${params.limit}': a whole number from 1 to ${MAX_PAGE}`)
-  }
+  const limit = limitOf(params.limit)
+  if (HttpServerResponse.isServerResponse(limit)) return limit
   if (params.cursor === undefined) return { project, limit, after: undefined }
   const match = CURSOR.exec(params.cursor)
   if (match === null) {
@@ -57,7 +49,7 @@ const roots = (params: Parameters<typeof rootsOptions>[0]) =>
   Effect.suspend(() => {
     const options = rootsOptions(params)
     if (HttpServerResponse.isServerResponse(options)) {
-      return Effect.succeed<HttpServerResponse.HttpServerResponse | DashboardTraces.RootPageAnswer>(options)
+      return Effect.succeed<HttpServerResponse.HttpServerResponse | RootPageAnswer>(options)
     }
     return Effect.map(DashboardTraces.roots(options.project, options), ({ data, next }) => ({
       data,

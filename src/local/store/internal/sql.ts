@@ -29,3 +29,13 @@ export const isUniqueViolation = (error: SqlError): boolean => String(error.caus
 
 /** The JSON text of a value. */
 export const json = (value: unknown): string => JSON.stringify(value)
+
+/** The value of a stored JSON text; null for null or text that does not parse. */
+export const parseJson = (text: string | null): unknown => {
+  if (text === null) return null
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
+  }
+}
