@@ -38,7 +38,7 @@ import type { Scored, ScoreMetrics } from "../Reward.js"
 import { normalize } from "../Reward.js"
 import * as Rollout from "../Rollout.js"
 import type * as RolloutAgent from "../RolloutAgent.js"
-import { exceptionOf } from "./gather.js"
+import { checkReward, exceptionOf } from "./gather.js"
 
 /** The policy a rollout samples from, as a runner rebuilds it. */
 const PolicyRef = Schema.Union(
@@ -132,10 +132,9 @@ export const runOne =
       const scenario = yield* Schema.decodeUnknown(agent.scenario)(payload.scenario)
       const metadata = payload.metadata as Rollout.RunOptions["metadata"]
       const finished = yield* Rollout.run(policy, agent.rollout(scenario, payload.index), { metadata })
-      const score = normalize(yield* agent.reward({ scenario, trajectory: finished.trajectory, value: finished.value }))
-      if (!Number.isFinite(score.reward)) {
-        return yield* Effect.die(new RangeError(`the reward is not a finite number: ${score.reward}`))
-      }
+      const score = yield* checkReward(
+        normalize(yield* agent.reward({ scenario, trajectory: finished.trajectory, value: finished.value }))
+      )
       const value = yield* Schema.encode(agent.value)(finished.value)
       return {
         _tag: "Done",

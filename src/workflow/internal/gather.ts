@@ -100,7 +100,8 @@ const withCall = (trajectory: Trajectory, call: Option.Option<Tracing.CallRef>, 
 
 const notFinite = (score: Scored) => new RangeError(`the reward is not a finite number: ${score.reward}`)
 
-const checkReward = (score: Scored): Effect.Effect<Scored> =>
+/** A score whose reward is a finite number; a defect naming the reward otherwise. */
+export const checkReward = (score: Scored): Effect.Effect<Scored> =>
   Number.isFinite(score.reward) ? Effect.succeed(score) : Effect.die(notFinite(score))
 
 /**
@@ -261,12 +262,12 @@ export const stream = <S, A, E, R, ER, RR, EG, RG, EH, RH>(
                 )
               ),
               ([call, { value, trajectory }]) =>
-                Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) => {
-                  const checked = normalize(score)
-                  return Number.isFinite(checked.reward)
-                    ? Effect.succeed<Done<A>>({ value, draft: trajectory, score: checked, call })
-                    : Effect.die(notFinite(checked))
-                })
+                Effect.map(
+                  Effect.flatMap(options.reward({ scenario, trajectory, value }), (score) =>
+                    checkReward(normalize(score))
+                  ),
+                  (score): Done<A> => ({ value, draft: trajectory, score, call })
+                )
             )
         const timed =
           timeout === undefined
