@@ -70,7 +70,12 @@ export const agent = async (openai: OpenAI, scenario: Scenario): Promise<Played>
 
 /** One rollout: the agent, given the rollout's recorded client. */
 export const play = (scenario: Scenario) =>
-  Effect.flatMap(RolloutOpenAI.client(), (openai) => Effect.tryPromise(() => agent(openai, scenario)))
+  Effect.flatMap(RolloutOpenAI.client(), (openai) =>
+    Effect.tryPromise({
+      try: () => agent(openai, scenario),
+      catch: (cause) => cause as Error // the agent's own error ("context too long") leads a failed run's message
+    })
+  )
 
 /** The example: as `tools.ts`, with the agent written with the openai SDK. */
 export const example: Example.Example = exampleOf(

@@ -231,12 +231,19 @@ export class GatherError extends Data.TaggedError("GatherError")<{
   /** The rollouts that had finished, with a trajectory or an exception. */
   readonly finished: number
 }> {
+  /**
+   * The first failed rollout's own error leads (`Error: context too long (...)`), then the count against the
+   * limit, then how to tolerate failures.
+   */
   override get message(): string {
     const first = this.exceptions[0]
+    const count = this.exceptions.length
+    const failed = count === 1 ? "1 failed rollout" : `the first of ${count} failed rollouts`
     return (
-      `${this.exceptions.length} rollouts failed, more than the ${this.limit} tolerated ` +
-      `(${this.finished} of ${this.planned} finished)` +
-      (first === undefined ? "" : `; the first: ${first.type}: ${first.message}`)
+      (first === undefined ? "" : `${first.type}: ${first.message} `) +
+      `(${failed}, more than the ${this.limit} tolerated; ${this.finished} of ${this.planned} finished). ` +
+      "To tolerate failed rollouts, set maxExceptions to a count or a fraction of the rollouts " +
+      "(maxExceptions: { fraction: 0.05 }; in TrainingLoop.run, under gather)"
     )
   }
 }

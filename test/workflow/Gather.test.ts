@@ -233,7 +233,10 @@ describe("Gather", () => {
         expect(error.exceptions.map((e) => e.message).sort()).toEqual(["no 1:0", "no 4:1"])
         expect(error.limit).toBe(1)
         expect(error.planned).toBe(20)
-        expect(error.message).toContain("2 rollouts failed, more than the 1 tolerated")
+        expect(error.message).toMatch(
+          /^Boom: no [14]:[01] \(the first of 2 failed rollouts, more than the 1 tolerated;/
+        )
+        expect(error.message).toContain("set maxExceptions")
       })
     )
 
@@ -242,6 +245,41 @@ describe("Gather", () => {
         const error = yield* Effect.flip(Gather.groups(options([[7, 1]])))
         expect(error.limit).toBe(0)
         expect(error.exceptions.map((e) => e.message)).toEqual(["no 7:1"])
+      })
+    )
+
+    it.effect("of a Promise agent lead the failure with their own error, not UnknownException", () =>
+      Effect.gen(function* () {
+        const agent = async (scenario: number): Promise<string> => {
+          if (scenario === 2) throw new Error("context too long")
+          if (scenario === 3) throw new Error("the agent gave up", { cause: new Error("rate limited") })
+          return "ok"
+        }
+        const run = (rollout: (scenario: number) => Effect.Effect<string, unknown>, scenarios: ReadonlyArray<number>) =>
+          Effect.flip(
+            Gather.groups({
+              policy: echo(),
+              scenarios,
+              rolloutsPerGroup: 1,
+              rollout,
+              reward: rewardOne,
+              progress: false
+            })
+          )
+        // `Effect.tryPromise(() => ...)`: the rejection hides in an UnknownException; its own message is recorded.
+        const bare = yield* run((scenario) => Effect.tryPromise(() => agent(scenario)), [0, 2])
+        expect(bare.exceptions.map(({ type, message }) => ({ type, message }))).toEqual([
+          { type: "Error", message: "context too long" }
+        ])
+        expect(bare.message).toMatch(/^Error: context too long \(1 failed rollout, more than the 0 tolerated; /)
+        expect(bare.message).toContain("To tolerate failed rollouts, set maxExceptions")
+        expect(bare.exceptions[0]?.traceback).toContain("context too long")
+        // `Effect.tryPromise({ try, catch })` keeping the cause, and an error that wraps another.
+        const kept = yield* run(
+          (scenario) => Effect.tryPromise({ try: () => agent(scenario), catch: (cause) => cause as Error }),
+          [3]
+        )
+        expect(kept.message).toMatch(/^Error: the agent gave up: rate limited \(1 failed rollout/)
       })
     )
 

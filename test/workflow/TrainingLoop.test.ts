@@ -105,6 +105,35 @@ describe("TrainingLoop against the embedded backend", () => {
       })
     )
 
+    it.effect("fails with the Promise agent's own error leading, and says how to tolerate failures", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "loop", name: "promise-agent", base_model: TINY })
+        // An agent written with Promises (as with the `openai` SDK), run by `Effect.tryPromise(() => ...)`.
+        const agent = async (scenario: string): Promise<string> => {
+          if (scenario === "b") throw new Error("context too long: 4097 tokens, the limit is 4096")
+          return scenario
+        }
+        const error = yield* Effect.flip(
+          TrainingLoop.run({
+            policy,
+            scenarios: ["b"],
+            rollout: (scenario) => Effect.tryPromise(() => agent(scenario)),
+            reward,
+            groupsPerStep: 1,
+            rolloutsPerGroup: 2,
+            steps: 1,
+            state: false,
+            gather: { progress: false, concurrency: 1 }
+          })
+        )
+        expect(error._tag).toBe("GatherError")
+        expect(error.message).toMatch(/^Error: context too long: 4097 tokens, the limit is 4096 \(1 failed rollout/)
+        expect(error.message).toContain("set maxExceptions")
+        expect(error.message).not.toContain("UnknownException")
+        expect(yield* policy.step).toBe(0)
+      })
+    )
+
     it.effect("interrupted mid-step, the loop resumes at the latest checkpoint: no step redone or skipped", () =>
       Effect.gen(function* () {
         const first = yield* Policy.trainable({ project: "loop", name: "resume", base_model: TINY })

@@ -65,7 +65,16 @@ const typeOf = (error: unknown): string => {
 }
 
 const messageOf = (error: unknown): string => {
-  if (error instanceof Error && error.message !== "") return error.message
+  if (error instanceof Error) {
+    // An error that wraps another (`new AgentError({ cause })`, `new Error("agent", { cause })`) says both.
+    const inner = (error as { readonly cause?: unknown }).cause
+    const said = inner instanceof Error && inner.message !== "" ? inner.message : undefined
+    if (error.message === "") {
+      if (said !== undefined) return said
+    } else {
+      return said === undefined || error.message.includes(said) ? error.message : `${error.message}: ${said}`
+    }
+  }
   if (typeof error === "string") return error
   try {
     const json = JSON.stringify(error)
@@ -76,11 +85,26 @@ const messageOf = (error: unknown): string => {
   return String(error)
 }
 
-/** The exception a failed rollout is recorded as: the error's tag (or name) and message, the pretty cause. */
+/**
+ * What a failure is about: the rejection or the throw itself when Effect wrapped it in an `UnknownException`
+ * (`Effect.tryPromise(() => ...)`, `Effect.try(() => ...)` without `catch`), whose own message only says that
+ * something unknown happened; the error otherwise.
+ */
+const unwrap = (error: unknown): unknown =>
+  Cause.isUnknownException(error) && error.error !== undefined && error.error !== null ? error.error : error
+
+/**
+ * The exception a failed rollout is recorded as: the error's tag (or name) and message, the pretty cause. A
+ * rejected Promise's or thrown value's own name and message are recorded, not `UnknownException`'s.
+ */
 export const exceptionOf = (cause: Cause.Cause<unknown>): RolloutException => {
-  const error = Cause.squash(cause)
-  if (error instanceof RolloutFailed) return error.exception
-  return { type: typeOf(error), message: messageOf(error), traceback: Cause.pretty(cause) }
+  const squashed = Cause.squash(cause)
+  if (squashed instanceof RolloutFailed) return squashed.exception
+  const error = unwrap(squashed)
+  const traceback = Cause.pretty(cause)
+  if (error === squashed) return { type: typeOf(error), message: messageOf(error), traceback }
+  const inner = error instanceof Error && error.stack !== undefined ? error.stack : messageOf(error)
+  return { type: typeOf(error), message: messageOf(error), traceback: `${traceback}\ncaused by: ${inner}` }
 }
 
 /** A trajectory: the draft with the score (a `Scored`'s metrics over the draft's). */
