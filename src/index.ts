@@ -56,6 +56,8 @@ export * as Policy from "./workflow/Policy.js"
 export * as Reward from "./workflow/Reward.js"
 /** Rollouts: agent code talking to a policy, recorded into a trajectory. */
 export * as Rollout from "./workflow/Rollout.js"
+/** The running rollout's `fetch` and HTTP handler: chat completions and Responses, recorded, for any SDK. */
+export * as RolloutFetch from "./workflow/RolloutFetch.js"
 /** An agent by name (rollout, reward, wire schemas), for runners of `effect-rl/RolloutCluster`. */
 export * as RolloutAgent from "./workflow/RolloutAgent.js"
 /** Where SFT training data (JSONL) is written for the backend to read. */

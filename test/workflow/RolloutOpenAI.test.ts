@@ -194,30 +194,36 @@ describe("RolloutOpenAI against the embedded backend", () => {
                 }
               }
               const user: ChatCompletionMessageParam = { role: "user", content: QUESTION }
-              return [
-                await caught(
-                  openai.chat.completions.create({
-                    model: "any",
-                    messages: [user],
-                    tools: [add],
-                    tool_choice: "required",
-                    max_completion_tokens: 8
-                  })
-                ),
-                await caught(
-                  openai.chat.completions.create({ model: "any", messages: [user], tool_choice: "required" })
-                ),
-                await caught(openai.models.list())
-              ]
+              return {
+                refused: [
+                  await caught(
+                    openai.chat.completions.create({
+                      model: "any",
+                      messages: [user],
+                      tools: [add],
+                      tool_choice: "required",
+                      max_completion_tokens: 8
+                    })
+                  ),
+                  await caught(
+                    openai.chat.completions.create({ model: "any", messages: [user], tool_choice: "required" })
+                  ),
+                  await caught(openai.embeddings.create({ model: "any", input: "x" }))
+                ],
+                models: (await openai.models.list()).data.map((model) => model.id)
+              }
             })
           )
         )
-        const [budget, invalid, other] = errors.value
+        const [budget, invalid, other] = errors.value.refused
+        const models = errors.value.models
         expect(budget).toBeInstanceOf(OpenAI.BadRequestError)
         expect(budget!.message).toContain("max_completion_tokens must be at least")
         expect(invalid).toBeInstanceOf(OpenAI.BadRequestError)
         expect(invalid!.message).toContain('tool_choice "required" needs tools')
         expect(other).toBeInstanceOf(OpenAI.NotFoundError)
+        // The model list names the rollout's policy, the one model a rollout serves.
+        expect(models).toEqual([policy.name])
         expect(errors.trajectory.messages_and_choices).toEqual([])
       })
     )

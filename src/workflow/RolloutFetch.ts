@@ -1,0 +1,41 @@
+/**
+ * A `fetch` of the running rollout, for any SDK or framework that takes one: its OpenAI-compatible requests
+ * (chat completions and the Responses API, streamed or not, and the model list) are recorded completions of
+ * the rollout's policy, whatever base URL and `model` the SDK sends. Nothing leaves the process but the
+ * policy's own calls.
+ *
+ * ```ts
+ * import { createOpenAI } from "@ai-sdk/openai"
+ *
+ * const agent = Effect.gen(function* () {
+ *   const fetch = yield* RolloutFetch.fetch()
+ *   const openai = createOpenAI({ apiKey: "rollout", fetch })
+ *   return yield* Effect.promise(() => generateText({ model: openai("policy"), prompt: "2 + 2 =" }))
+ * })
+ * ```
+ *
+ * LangChain's `ChatOpenAI` takes it as `configuration: { fetch }`, the `openai` SDK as `new OpenAI({ fetch })`
+ * (or use `RolloutOpenAI.client`). Made per rollout; use it only while the rollout runs.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import { fetchOf, type Handler, handler as makeHandler, type Options } from "./internal/rolloutHttp.js"
+import type * as Rollout from "./Rollout.js"
+
+export type {
+  /** A Web-standard `Request -> Promise<Response>` handler. */
+  Handler,
+  /** Options of {@link fetch} and {@link handler}: request fields used for every completion. */
+  Options
+}
+
+/** The base URL to give SDKs that want one beside the `fetch` (it is never resolved). */
+export const BASE_URL = "http://rollout.effect-rl.invalid/v1"
+
+/** The running rollout's `fetch` (see the module). */
+export const fetch = (options: Options = {}): Effect.Effect<typeof globalThis.fetch, never, Rollout.Current> =>
+  Effect.map(makeHandler(options), fetchOf)
+
+/** The running rollout's HTTP surface as a `Request -> Promise<Response>` handler (what the gateway serves). */
+export const handler = (options: Options = {}): Effect.Effect<Handler, never, Rollout.Current> => makeHandler(options)
