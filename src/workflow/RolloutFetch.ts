@@ -23,12 +23,8 @@ import * as Effect from "effect/Effect"
 import { fetchOf, type Handler, handler as makeHandler, type Options } from "./internal/rolloutHttp.js"
 import type * as Rollout from "./Rollout.js"
 
-export type {
-  /** A Web-standard `Request -> Promise<Response>` handler. */
-  Handler,
-  /** Options of {@link fetch} and {@link handler}: request fields used for every completion. */
-  Options
-}
+/** The handler's type and the options of {@link fetch} and {@link handler} (request fields for every completion). */
+export type { Handler, Options }
 
 /** The base URL to give SDKs that want one beside the `fetch` (it is never resolved). */
 export const BASE_URL = "http://rollout.effect-rl.invalid/v1"
