@@ -7,13 +7,20 @@
 import * as Schema from "effect/Schema"
 import { LooseMetric } from "./Json.js"
 
-/** A model's id: a UUID. */
+/**
+ * A model's id: a UUID. The service checks it as one wherever it takes it (a path, a body: a 422 otherwise), so
+ * it only hands out UUIDs, and the client checks it before sending.
+ */
 export const ModelId = Schema.UUID.pipe(Schema.brand("effect-rl/ModelId"))
 /** @see {@link ModelId} */
 export type ModelId = typeof ModelId.Type
 
-/** A checkpoint's id: a UUID. */
-export const CheckpointId = Schema.UUID.pipe(Schema.brand("effect-rl/CheckpointId"))
+/**
+ * A checkpoint's id: a non-empty string, as the reference client types it. The service makes UUIDs (the embedded
+ * backend too), but no request checks one (the listing's `after` cursor is any string), so a service that hands
+ * out another form is still read and paged.
+ */
+export const CheckpointId = Schema.NonEmptyString.pipe(Schema.brand("effect-rl/CheckpointId"))
 /** @see {@link CheckpointId} */
 export type CheckpointId = typeof CheckpointId.Type
 

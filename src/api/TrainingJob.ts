@@ -9,13 +9,21 @@ import { JsonObject, LooseMetric, OtherKeys, optionalKey } from "./Json.js"
 import { ModelId, PageLimit } from "./Model.js"
 import { TrajectoryGroup } from "./Trajectory.js"
 
-/** A training job's id: a UUID. */
+/**
+ * A training job's id: a UUID. The service checks it as one in the job's paths (a 422 otherwise), so it only
+ * hands out UUIDs, and the client checks it before sending.
+ */
 export const TrainingJobId = Schema.UUID.pipe(Schema.brand("effect-rl/TrainingJobId"))
 /** @see {@link TrainingJobId} */
 export type TrainingJobId = typeof TrainingJobId.Type
 
-/** A training job event's id: a UUID. */
-export const TrainingJobEventId = Schema.UUID.pipe(Schema.brand("effect-rl/TrainingJobEventId"))
+/**
+ * A training job event's id: a non-empty string, as the reference client types it. The service makes UUIDs (the
+ * embedded backend too), but only ever takes one back as the listing's `after` cursor, any string; so a page of
+ * events with ids of another form is followed, not refused. (Not empty: an id is the cursor, and the key by
+ * which a follow drops events it has seen.)
+ */
+export const TrainingJobEventId = Schema.NonEmptyString.pipe(Schema.brand("effect-rl/TrainingJobEventId"))
 /** @see {@link TrainingJobEventId} */
 export type TrainingJobEventId = typeof TrainingJobEventId.Type
 

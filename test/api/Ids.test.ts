@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { CheckpointId, Model, ModelCreate, ModelId } from "../../src/api/Model.js"
-import { CreateTrainingJob, TrainingJob, TrainingJobId } from "../../src/api/TrainingJob.js"
+import { CreateTrainingJob, TrainingJob, TrainingJobEventId, TrainingJobId } from "../../src/api/TrainingJob.js"
 
 const uuid = "3f1c9a52-7d2e-4b8a-9c61-0e5f4d3b2a19"
 
@@ -21,10 +21,17 @@ describe("ids", () => {
     }
   })
 
-  it("the other ids are UUIDs too", () => {
-    for (const schema of [CheckpointId, TrainingJobId]) {
-      expect(Schema.decodeUnknownSync(schema)(uuid)).toBe(uuid)
-      expect(Either.isLeft(Schema.decodeUnknownEither(schema)("job-1"))).toBe(true)
+  it("a training job id is a UUID too (the service checks it in the job's paths)", () => {
+    expect(Schema.decodeUnknownSync(TrainingJobId)(uuid)).toBe(uuid)
+    expect(Either.isLeft(Schema.decodeUnknownEither(TrainingJobId)("job-1"))).toBe(true)
+  })
+
+  it("checkpoint and event ids are non-empty strings, as the reference client types them", () => {
+    for (const schema of [CheckpointId, TrainingJobEventId]) {
+      for (const good of [uuid, "ckpt-7", "evt_01HV3K9Z"]) expect(Schema.decodeUnknownSync(schema)(good)).toBe(good)
+      for (const bad of ["", 42, null]) {
+        expect(Either.isLeft(Schema.decodeUnknownEither(schema)(bad)), String(bad)).toBe(true)
+      }
     }
   })
 

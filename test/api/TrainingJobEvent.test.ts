@@ -92,9 +92,10 @@ describe("TrainingJobEvent", () => {
     expect(event).toStrictEqual({ id, type: "unknown", event_type: "training_paused", data: wire.data })
     expect(isTerminal(event)).toBe(false)
     expect(Schema.encodeSync(TrainingJobEvent)(event)).toStrictEqual(wire)
-    // Its data must still be an object, and its id a UUID.
+    // Its data must still be an object, and its id a non-empty string.
     expect(issuePaths({ id, type: "training_paused", data: [] })).not.toStrictEqual([])
-    expect(issuePaths({ id: "x", type: "training_paused", data: {} })).not.toStrictEqual([])
+    expect(issuePaths({ id: "", type: "training_paused", data: {} })).not.toStrictEqual([])
+    expect(issuePaths({ id: 7, type: "training_paused", data: {} })).not.toStrictEqual([])
   })
 
   it("gradient_step: non-finite metrics as a Python service writes them decode to null", () => {
@@ -111,10 +112,20 @@ describe("TrainingJobEvent", () => {
   it("rejects a missing type, a bad id and missing data", () => {
     // Each fails the known variant and the unknown one alike: every issue is at the one bad field.
     expect(new Set(issuePaths({ id, data: {} }).map(String))).toStrictEqual(new Set(["type"]))
-    expect(new Set(issuePaths({ id: "event-1", type: "training_ended", data: {} }).map(String))).toStrictEqual(
-      new Set(["id"])
-    )
+    for (const bad of ["", 42, null]) {
+      expect(new Set(issuePaths({ id: bad, type: "training_ended", data: {} }).map(String))).toStrictEqual(
+        new Set(["id"])
+      )
+    }
     expect(new Set(issuePaths({ id, type: "training_ended" }).map(String))).toStrictEqual(new Set(["data"]))
+  })
+
+  it("an id need not be a UUID: the reference client types event ids as plain strings", () => {
+    for (const other of ["event-1", "evt_01HV3K9Z", "1718031234567-0"]) {
+      const wire = { id: other, type: "training_ended", data: {} }
+      expect(decode(wire)).toStrictEqual(wire)
+      expect(decode({ id: other, type: "training_paused", data: {} }).id).toBe(other)
+    }
   })
 
   it("a page decodes each event to its variant", () => {

@@ -305,6 +305,35 @@ describe("TrainingClient.followTrainingJobEvents", () => {
     })
   )
 
+  it.scopedLive("follows a job whose event ids are not UUIDs (the reference client types them as strings)", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const client = yield* training(server.url)
+      // A service whose event ids are its own cursors, answering `after` as a cursor, the job still running.
+      const history = [
+        { id: "evt_0001", type: "training_started", data: { num_sequences: 2 } },
+        { id: "evt_0002", type: "gradient_step", data: { loss: 0.5 } },
+        { id: "1718031234567-0", type: "gradient_step", data: { loss: 0.25 } },
+        { id: "done", type: "training_ended", data: {} }
+      ]
+      server.route("GET", "/v1/preview/training-jobs/:id/events", (request, n) => {
+        const known = history.slice(0, Math.min(history.length, 1 + n))
+        const after = request.query.get("after")
+        const start = after === null ? 0 : known.findIndex((e) => e.id === after) + 1
+        const data = known.slice(start, start + 2)
+        return page(data, start + 2 < known.length)
+      })
+      const events = Chunk.toReadonlyArray(
+        yield* Stream.runCollect(client.followTrainingJobEvents(jobId, { pollInterval: "10 millis" }))
+      )
+      expect(events.map((e) => [e.id, e.type])).toEqual(history.map((e) => [e.id, e.type]))
+      // Each request went on from the last id seen.
+      const afters = server.received.map((r) => r.query.get("after"))
+      expect(afters[0]).toBeNull()
+      expect(new Set(afters.slice(1))).toEqual(new Set(["evt_0001", "evt_0002", "1718031234567-0"]))
+    })
+  )
+
   it.scoped("a known event whose data breaks its schema still fails, naming the field", () =>
     Effect.gen(function* () {
       const server = yield* FakeService.make
