@@ -7,13 +7,20 @@
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
-import { Choice, TokenLogprob, TokenLogprobs, TopLogprob } from "../src/api/ChatCompletion.js"
+import { TokenLogprob, TokenLogprobs, TopLogprob } from "../src/api/ChatCompletion.js"
 import { Message, Tool } from "../src/api/ChatMessage.js"
 import { checked } from "../src/api/internal/checked.js"
 import { withFastPath } from "../src/api/internal/fastPath.js"
 import { ModelId } from "../src/api/Model.js"
 import { ExperimentalConfig } from "../src/api/TrainingJob.js"
-import { entryIssue, type MessageOrChoice, Metadata, Metrics, RolloutException } from "../src/api/Trajectory.js"
+import {
+  EntryChoice,
+  entryIssue,
+  type MessageOrChoice,
+  Metadata,
+  Metrics,
+  RolloutException
+} from "../src/api/Trajectory.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // hand-written guards: the same checks as the structs, without allocating
@@ -74,7 +81,7 @@ const tokenLogprobsOf = (tokens: VariantOptions["tokens"]): Schema.Schema<Readon
  * goes straight to `Message`; anything else, and a message that fails, goes through the original union (`Choice`
  * first). Same results and same issues as the union, without the failed `Choice` attempt for every message.
  */
-const guardedUnion = (choice: Schema.Schema<Choice>): Schema.Schema<MessageOrChoice> => {
+const guardedUnion = (choice: Schema.Schema<EntryChoice>): Schema.Schema<MessageOrChoice> => {
   const union = Schema.Union(choice, Message).annotations({ identifier: "MessageOrChoice" })
   return Schema.declare(
     [union, Message],
@@ -103,11 +110,11 @@ const guardedUnion = (choice: Schema.Schema<Choice>): Schema.Schema<MessageOrCho
 /** `CreateTrainingJob` with the constructs `options` name swapped. */
 export const makeCreateTrainingJob = (options: VariantOptions) => {
   const tokens = tokenLogprobsOf(options.tokens)
-  const choice: Schema.Schema<Choice> =
+  const choice: Schema.Schema<EntryChoice> =
     options.tokens === undefined || options.tokens === "src"
-      ? Choice
+      ? EntryChoice
       : Schema.Struct({
-          ...Choice.fields,
+          ...EntryChoice.fields,
           logprobs: Schema.optional(
             Schema.NullOr(
               Schema.Struct({

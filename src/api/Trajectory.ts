@@ -8,9 +8,10 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { Choice, ResponseMessage } from "./ChatCompletion.js"
+import { Choice, ResponseMessage, ResponseToolCall } from "./ChatCompletion.js"
 import {
   AssistantMessage,
+  CustomToolCall,
   DeveloperMessage,
   FunctionMessage,
   FunctionToolCall,
@@ -29,18 +30,43 @@ export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "cont
 export type FinishReason = typeof FinishReason.Type
 
 /**
+ * A tool call of a choice in a trajectory: a function call (as chat completions return it), or a custom tool's
+ * call (`{id, type: "custom", custom: {name, input}}`, free-form input), which the published schema also takes
+ * there.
+ */
+export const EntryToolCall = Schema.Union(ResponseToolCall, CustomToolCall).annotations({
+  identifier: "EntryToolCall"
+})
+/** @see {@link EntryToolCall} */
+export type EntryToolCall = typeof EntryToolCall.Type
+
+/**
+ * A choice as an entry of `messages_and_choices`: a chat completion's {@link Choice}, whose message's
+ * `tool_calls` may also hold custom tool calls ({@link EntryToolCall}). Every `Choice` is one.
+ */
+export const EntryChoice = Schema.Struct({
+  ...Choice.fields,
+  message: Schema.Struct({
+    ...ResponseMessage.fields,
+    tool_calls: Schema.optional(Schema.NullOr(Schema.Array(EntryToolCall)))
+  })
+}).annotations({ identifier: "Choice" })
+/** @see {@link EntryChoice} */
+export type EntryChoice = typeof EntryChoice.Type
+
+/**
  * A choice as the training service takes it in a trajectory: a chat completion's choice (every optional
  * field of it and of its message may be `null`, as openai-python writes unset fields) whose message is the
- * assistant's, whose function tool calls carry their `id`, and whose `finish_reason` is one of
- * {@link FinishReason}. (The service also takes custom tool calls there; chat completions here return none.)
- * Its type is the narrower one; {@link MessageOrChoice} checks entries against it.
+ * assistant's, whose tool calls (function calls, or custom tool calls as the published schema allows) carry
+ * their `id`, and whose `finish_reason` is one of {@link FinishReason}. Its type is the narrower one;
+ * {@link MessageOrChoice} checks entries against it.
  */
 export const TrajectoryChoice = Schema.Struct({
   ...Choice.fields,
   message: Schema.Struct({
     ...ResponseMessage.fields,
     role: Schema.Literal("assistant"),
-    tool_calls: Schema.optional(Schema.NullOr(Schema.Array(FunctionToolCall)))
+    tool_calls: Schema.optional(Schema.NullOr(Schema.Array(Schema.Union(FunctionToolCall, CustomToolCall))))
   }),
   finish_reason: FinishReason
 }).annotations({ identifier: "TrajectoryChoice" })
@@ -80,8 +106,8 @@ const strictMessage: Record<Role, Schema.Schema.AnyNoContext> = {
 
 const finishReasons: ReadonlySet<unknown> = new Set(FinishReason.literals)
 
-/** Whether a `Choice` is a {@link TrajectoryChoice}, checked without allocating (mirrors `choiceOf`). */
-const takesChoice = (choice: Choice): boolean =>
+/** Whether an {@link EntryChoice} is a {@link TrajectoryChoice}, checked without allocating (mirrors `choiceOf`). */
+const takesChoice = (choice: EntryChoice): boolean =>
   finishReasons.has(choice.finish_reason) &&
   choice.message.role === "assistant" &&
   (choice.message.tool_calls == null || choice.message.tool_calls.every((call) => typeof call.id === "string"))
@@ -135,7 +161,7 @@ const issueOf = <A>(result: Either.Either<A, ParseResult.ParseIssue>): ParseResu
  * `messages_and_choices`, as a parse issue at the field (a `finish_reason` or role it does not take, a message
  * that does not fit its role's schema), or `undefined` when it takes the entry.
  */
-export const entryIssue = (entry: Choice | Message): ParseResult.ParseIssue | undefined => {
+export const entryIssue = (entry: EntryChoice | Message): ParseResult.ParseIssue | undefined => {
   // Only what TrajectoryChoice adds to a Choice (which the entry already is) is checked, not its logprobs again;
   // the schema runs only to describe a choice the plain checks refuse.
   if ("message" in entry && "index" in entry) return takesChoice(entry) ? undefined : issueOf(choiceOf(entry))
@@ -145,28 +171,29 @@ export const entryIssue = (entry: Choice | Message): ParseResult.ParseIssue | un
   return issueOf(ParseResult.validateEither(strictMessage[(entry as { readonly role: Role }).role])(entry))
 }
 
-const EntryUnion = Schema.Union(Choice, Message)
+const EntryUnion = Schema.Union(EntryChoice, Message)
 
 /**
  * An entry of `messages_and_choices`: a plain message (context) or a choice (sampled, trainable). Typed as
- * any chat-completions message or choice, so a completion's choice goes in as it came; decoding and encoding
- * check it as the training service does ({@link TrajectoryChoice}, {@link TrajectoryMessage}), so a role or a
- * `finish_reason` it would refuse fails here, naming the field.
+ * any chat-completions message or choice ({@link EntryChoice}: custom tool calls included), so a completion's
+ * choice goes in as it came; decoding and encoding check it as the training service does
+ * ({@link TrajectoryChoice}, {@link TrajectoryMessage}), so a role or a `finish_reason` it would refuse fails
+ * here, naming the field.
  */
-export const MessageOrChoice: Schema.Schema<Choice | Message, typeof EntryUnion.Encoded> = checked(
+export const MessageOrChoice: Schema.Schema<EntryChoice | Message, typeof EntryUnion.Encoded> = checked(
   EntryUnion,
   entryIssue,
   {
     identifier: "MessageOrChoice",
     // Values drawn for property tests come from the strict schemas (the chat-completions ones would nearly all fail).
-    arbitrary: () => Arbitrary.makeLazy(strictEntry) as Arbitrary.LazyArbitrary<Choice | Message>
+    arbitrary: () => Arbitrary.makeLazy(strictEntry) as Arbitrary.LazyArbitrary<EntryChoice | Message>
   }
 )
 /** @see {@link MessageOrChoice} */
 export type MessageOrChoice = typeof MessageOrChoice.Type
 
 /** Whether an entry of `messages_and_choices` is a choice (it has `message` and `index`, not `role`). */
-export const isChoice = (entry: MessageOrChoice): entry is Choice => "message" in entry && "index" in entry
+export const isChoice = (entry: MessageOrChoice): entry is EntryChoice => "message" in entry && "index" in entry
 
 /** A numeric or boolean metric value. */
 export const MetricValue = Schema.Union(Schema.Finite, Schema.Boolean)

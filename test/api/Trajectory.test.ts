@@ -70,6 +70,40 @@ const trajectory = {
 }
 
 describe("Trajectory", () => {
+  it("takes a choice whose tool calls are custom ones, as the published schema does, and encodes it back", () => {
+    const custom = {
+      index: 0,
+      message: {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "call_9", type: "custom", custom: { name: "shell", input: "ls -la" } },
+          { id: "call_10", type: "function", function: { name: "add", arguments: "{}" } }
+        ]
+      },
+      finish_reason: "tool_calls"
+    }
+    const wire = { messages_and_choices: [{ role: "user", content: "list files" }, custom], reward: 1 }
+    const decoded = Schema.decodeUnknownSync(Trajectory)(wire)
+    const [choice] = decoded.messages_and_choices.filter(isChoice)
+    expect(choice?.message.tool_calls?.[0]).toStrictEqual({
+      id: "call_9",
+      type: "custom",
+      custom: { name: "shell", input: "ls -la" }
+    })
+    expect(Schema.encodeSync(Trajectory)(decoded)).toStrictEqual(wire)
+    expect(Schema.is(TrajectoryChoice)(custom)).toBe(true)
+    // As the service does: a custom call needs its id, its name and its input.
+    const without = (call: object) => ({ ...custom, message: { ...custom.message, tool_calls: [call] } })
+    for (const bad of [
+      { type: "custom", custom: { name: "shell", input: "ls" } },
+      { id: "c", type: "custom", custom: { name: "shell" } },
+      { id: "c", type: "custom", custom: { input: "ls" } }
+    ]) {
+      expect(Either.isLeft(Schema.decodeUnknownEither(MessageOrChoice)(without(bad))), JSON.stringify(bad)).toBe(true)
+    }
+  })
+
   it("decodes each entry of messages_and_choices to its kind", () => {
     const decoded = Schema.decodeUnknownSync(Trajectory)(trajectory)
     const entries = decoded.messages_and_choices
@@ -94,7 +128,7 @@ describe("Trajectory", () => {
     const choices = entries.filter(isChoice)
     expect(choices).toStrictEqual([firstChoice, secondChoice])
     expect(choices[0]?.logprobs?.content?.map((entry) => entry.logprob)).toStrictEqual([-0.01, -0.5])
-    expect(choices[0]?.message.tool_calls?.[0]?.function.name).toBe("add")
+    expect(choices[0]?.message.tool_calls?.[0]).toMatchObject({ type: "function", function: { name: "add" } })
     expect(choices[1]?.token_ids).toStrictEqual([52])
   })
 

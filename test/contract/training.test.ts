@@ -194,6 +194,46 @@ describe("TrainingClient against the embedded server", () => {
       })
     )
 
+    it.scoped("a choice whose tool calls are custom ones (as the published schema takes) is logged and trained", () =>
+      Effect.gen(function* () {
+        const c = yield* trainingClient()
+        const model = yield* c.createModel({ project: "contract", name: "custom-tool", base_model: BASE })
+        const name = "wandb-artifact:///local/contract/custom-tool"
+        const sampled = yield* c.createChatCompletion(ask(name, 0))
+        // The sampled choices, each recorded as a call of a custom tool (free-form input) with its text.
+        const groups: ReadonlyArray<TrajectoryGroup> = [
+          {
+            trajectories: sampled.choices.map((choice) => ({
+              messages_and_choices: [
+                ...ask(name, 0).messages,
+                {
+                  ...choice,
+                  message: {
+                    ...choice.message,
+                    tool_calls: [
+                      {
+                        id: `call_${choice.index}`,
+                        type: "custom" as const,
+                        custom: { name: "say", input: choice.message.content ?? "" }
+                      }
+                    ]
+                  },
+                  finish_reason: "tool_calls"
+                }
+              ],
+              reward: choice.index % 2
+            }))
+          }
+        ]
+        const logged = yield* c.log(model.id, { split: "train", trajectory_groups: groups })
+        expect(logged?.metrics?.num_trajectories).toBe(4)
+        const job = yield* c.createTrainingJob({ model_id: model.id, trajectory_groups: groups })
+        const events = yield* eventsToEnd(c, job.id)
+        expect(events.at(-1)?.type).toBe("training_ended")
+        expect(events.some((e) => e.type === "gradient_step")).toBe(true)
+      })
+    )
+
     it.scoped(
       "an RL job: the same idempotency key gives the same job; get, one page, all pages, follow with and without wait",
       () =>

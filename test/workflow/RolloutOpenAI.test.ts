@@ -84,7 +84,7 @@ describe("RolloutOpenAI against the embedded backend", () => {
         expect(viaSdk.trajectory.additional_histories).toBeUndefined()
         expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
         const choices = entries.filter(isChoice)
-        expect(choices[0]!.message.tool_calls![0]!.function.arguments).toBe(viaSdk.value.arguments)
+        expect(choices[0]!.message.tool_calls![0]).toMatchObject({ function: { arguments: viaSdk.value.arguments } })
         expect(choices[1]!.message.content).toBe(viaSdk.value.answer)
         for (const choice of choices) expect(choice.logprobs?.content?.length).toBe(choice.token_ids?.length)
         const trained = yield* Trainer.train(policy, [
@@ -108,7 +108,7 @@ describe("RolloutOpenAI against the embedded backend", () => {
         )
         const choices = streamed.trajectory.messages_and_choices.filter(isChoice)
         expect(choices).toHaveLength(2)
-        expect(choices[0]!.message.tool_calls![0]!.function.arguments).toBe(streamed.value.arguments)
+        expect(choices[0]!.message.tool_calls![0]).toMatchObject({ function: { arguments: streamed.value.arguments } })
         expect(streamed.trajectory.additional_histories).toBeUndefined()
       })
     )
@@ -169,7 +169,9 @@ describe("RolloutOpenAI against the embedded backend", () => {
         expect(kinds(entries)).toEqual(["user", "choice", "tool", "choice", "tool", "choice", "tool", "choice"])
         const choices = entries.filter(isChoice)
         const made = choices.flatMap((c) => c.message.tool_calls ?? [])
-        expect(made.map((c) => JSON.parse(c.function.arguments))).toEqual(required.value.calls)
+        expect(made.map((c) => (c.type === "function" ? JSON.parse(c.function.arguments) : c))).toEqual(
+          required.value.calls
+        )
         const results = entries.filter((e) => !isChoice(e) && "role" in e && e.role === "tool") as Array<{
           content: string
         }>

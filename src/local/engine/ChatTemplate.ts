@@ -36,7 +36,7 @@ import { Template } from "@huggingface/jinja"
 import type { Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import type { JsonObject } from "../../api/Json.js"
-import type { TrajectoryChoice } from "../../api/Trajectory.js"
+import type { EntryChoice, TrajectoryChoice } from "../../api/Trajectory.js"
 import { badRequest, type EngineError } from "./EngineError.js"
 import type { TrainingSequence } from "./LanguageModel.js"
 import {
@@ -340,15 +340,18 @@ export const renderPrompt = (messages: ReadonlyArray<Message>, options: RenderOp
   return { ids, role, echo }
 }
 
-/** An entry of a trajectory: a context message, or a choice (a sampled, trainable assistant turn). */
-export type MessageOrChoice = Message | Choice | TrajectoryChoice
+/**
+ * An entry of a trajectory: a context message, or a choice (a sampled, trainable assistant turn; its tool calls
+ * function or custom ones).
+ */
+export type MessageOrChoice = Message | Choice | EntryChoice | TrajectoryChoice
 
-const isChoiceEntry = (entry: MessageOrChoice): entry is Choice | TrajectoryChoice =>
+const isChoiceEntry = (entry: MessageOrChoice): entry is Choice | EntryChoice | TrajectoryChoice =>
   "message" in entry && "index" in entry
 
 /** The ids and recorded logprobs of a choice's sampled tokens (logprobs NaN where unknown). */
 const sampledOf = (
-  choice: Choice | TrajectoryChoice,
+  choice: Choice | EntryChoice | TrajectoryChoice,
   at: number
 ): { ids: Array<number>; logprobs: Array<number>; readonly written?: true } => {
   const content = choice.logprobs?.content ?? null
