@@ -1,0 +1,116 @@
+/**
+ * An agent command run as a child process in a process group of its own: the scenario on stdin, the endpoint
+ * in its environment, its stdout's last line and the tail of its stderr kept; on interruption the whole group
+ * is sent SIGTERM, then SIGKILL after a grace period, and the interruption waits for the process to be gone.
+ * After a normal exit the group is killed too, so nothing the agent left running in the background survives
+ * it.
+ */
+import { spawn } from "node:child_process"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+
+/** How the command ended. */
+export interface Ended {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  /** The last non-empty line of its stdout (at most the last 64 KiB are kept). */
+  readonly lastLine: string | undefined
+  /** The tail of its stderr. */
+  readonly stderr: string
+}
+
+/** What to run and how. */
+export interface Spawn {
+  /** A shell command line (run with `sh -c`), or a program and its arguments. */
+  readonly command: string | ReadonlyArray<string>
+  readonly env: NodeJS.ProcessEnv
+  readonly cwd?: string | undefined
+  readonly stdin: string
+  readonly stderrTail: number
+  readonly killGrace: Duration.DurationInput
+  /** Called with the pid once the process runs (tests watch it). */
+  readonly onSpawn?: ((pid: number) => void) | undefined
+}
+
+const STDOUT_KEPT = 64 * 1024
+
+const killGroup = (pid: number, signal: NodeJS.Signals) => {
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // The group is gone already.
+  }
+}
+
+const lastLineOf = (text: string): string | undefined => {
+  const lines = text.split("\n")
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]!.trim()
+    if (line !== "") return line
+  }
+  return undefined
+}
+
+/** Runs the command to its end; fails with the spawn error (no such program, no such directory). */
+export const run = (options: Spawn): Effect.Effect<Ended, Error> =>
+  Effect.async<Ended, Error>((resume) => {
+    const [program, args, shell] =
+      typeof options.command === "string"
+        ? [options.command, [] as ReadonlyArray<string>, true]
+        : [options.command[0] ?? "", options.command.slice(1), false]
+    const child = spawn(program, args, {
+      shell,
+      detached: true,
+      env: options.env,
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    let done = false
+    let settled = false
+    const settle = (effect: Effect.Effect<Ended, Error>) => {
+      if (settled) return
+      settled = true
+      resume(effect)
+    }
+    child.stdout.setEncoding("utf8")
+    child.stderr.setEncoding("utf8")
+    child.stdout.on("data", (chunk: string) => {
+      stdout += chunk
+      if (stdout.length > 2 * STDOUT_KEPT) stdout = stdout.slice(-STDOUT_KEPT)
+    })
+    child.stderr.on("data", (chunk: string) => {
+      stderr += chunk
+      if (stderr.length > 2 * options.stderrTail) stderr = stderr.slice(-options.stderrTail)
+    })
+    // An agent that does not read its stdin (or exits early) must not fail the write.
+    child.stdin.on("error", () => {})
+    child.stdin.end(options.stdin)
+    const closed = new Promise<void>((resolve) => {
+      child.once("close", (code, signal) => {
+        done = true
+        if (child.pid !== undefined) killGroup(child.pid, "SIGKILL")
+        settle(
+          Effect.succeed({ code, signal, lastLine: lastLineOf(stdout), stderr: stderr.slice(-options.stderrTail) })
+        )
+        resolve()
+      })
+    })
+    child.once("error", (error) => {
+      done = true
+      settle(Effect.fail(error))
+    })
+    if (child.pid !== undefined) options.onSpawn?.(child.pid)
+    return Effect.suspend(() => {
+      const pid = child.pid
+      if (done || pid === undefined) return Effect.void
+      killGroup(pid, "SIGTERM")
+      return Effect.promise(() => closed).pipe(
+        Effect.timeout(options.killGrace),
+        Effect.catchAll(() =>
+          Effect.sync(() => killGroup(pid, "SIGKILL")).pipe(Effect.zipRight(Effect.promise(() => closed)))
+        )
+      )
+    })
+  })

@@ -1,0 +1,269 @@
+/**
+ * The rollout gateway against the real embedded backend: agents in child processes (Python, standard library)
+ * at once, each seeing only its rollout; keys refused across rollouts, wrong or missing; an ended rollout's
+ * 410, also for a request in flight when it ended; the `openai` SDK through the gateway recording what
+ * `Rollout.chat` records; model names mapped to a fixed policy, not recorded.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as TestServices from "effect/TestServices"
+import OpenAI from "openai"
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions"
+import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
+import { isChoice } from "../../src/api/Trajectory.js"
+import * as ExternalAgent from "../../src/workflow/ExternalAgent.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
+import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
+import { entryKinds, normalized, toolTurnsByHand, WorkflowBackend } from "./support.js"
+
+const fixture = new URL("./fixtures/gateway_agent.py", import.meta.url).pathname
+
+const Live = Layer.merge(WorkflowBackend, RolloutGateway.layer())
+
+/** A policy that answers at once with a fixed text (no backend involved). */
+const fixed = (name: string, content: string) =>
+  Policy.make({
+    name,
+    complete: (request) =>
+      Effect.succeed({
+        id: `chatcmpl-${name}`,
+        object: "chat.completion",
+        created: 0,
+        model: request.model,
+        choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content } }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+      } as unknown as ChatCompletion)
+  })
+
+/** A policy whose completions never come. */
+const stuck = Policy.make({ name: "stuck", complete: () => Effect.never })
+
+const post = (url: string, key: string | undefined, body: unknown) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+      body: JSON.stringify(body)
+    })
+    return { status: response.status, text: await response.text() }
+  })
+
+const add: ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "add",
+    description: "Adds two numbers",
+    parameters: {
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "number" } },
+      required: ["a", "b"],
+      additionalProperties: false
+    }
+  }
+}
+const SYSTEM = "You add numbers with the add tool."
+const QUESTION = "What is 2 + 3?"
+const settings = { max_completion_tokens: 120, seed: 5 }
+
+/** A tool agent as a user writes it with the openai SDK, pointed at a base URL and key. */
+const toolAgent = async (endpoint: ExternalAgent.AgentEndpoint, stream: boolean) => {
+  const openai = new OpenAI({ baseURL: endpoint.baseUrl, apiKey: endpoint.apiKey, maxRetries: 0 })
+  const messages: Array<ChatCompletionMessageParam> = [
+    { role: "system", content: SYSTEM },
+    { role: "user", content: QUESTION }
+  ]
+  const request = { model: "gpt-4o", messages, tools: [add], ...settings }
+  const first = stream
+    ? await openai.chat.completions.stream({ ...request, tool_choice: "required" }).finalChatCompletion()
+    : await openai.chat.completions.create({ ...request, tool_choice: "required" })
+  const message = first.choices[0]!.message
+  const call = message.tool_calls![0]!
+  if (call.type !== "function") throw new Error("expected a function call")
+  const { a, b } = JSON.parse(call.function.arguments) as { a: number; b: number }
+  messages.push(message, { role: "tool", tool_call_id: call.id, content: String(a + b) })
+  const second = await openai.chat.completions.create({ ...request, messages, tool_choice: "none" })
+  return { sum: a + b, answer: second.choices[0]!.message.content }
+}
+
+describe("RolloutGateway", () => {
+  it.layer(Live, { timeout: 120_000 })((it) => {
+    it.effect("two agents in child processes at once each see only their own rollout", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "gateway", name: "two", base_model: "effect-rl/tiny" })
+        const published = [
+          yield* Deferred.make<RolloutGateway.Endpoint>(),
+          yield* Deferred.make<RolloutGateway.Endpoint>()
+        ]
+        const one = (i: 0 | 1, letter: string) =>
+          Rollout.run(
+            policy,
+            RolloutGateway.withEndpoint((endpoint) =>
+              Effect.gen(function* () {
+                yield* Deferred.succeed(published[i]!, endpoint)
+                const other = yield* Deferred.await(published[1 - i]!)
+                expect(other.baseUrl).not.toBe(endpoint.baseUrl)
+                const agent = ExternalAgent.command<{ letter: string }>(["/usr/bin/python3", fixture], {
+                  env: { OTHER_BASE_URL: other.baseUrl, OTHER_API_KEY: Redacted.value(other.apiKey) }
+                })
+                return yield* agent.run(endpoint, { letter })
+              })
+            )
+          )
+        const [a, b] = yield* Effect.all([one(0, "a"), one(1, "b")], { concurrency: 2 })
+        for (const [finished, letter] of [
+          [a, "a"],
+          [b, "b"]
+        ] as const) {
+          expect(finished.value?.metrics).toEqual({
+            models: 200,
+            own: 200,
+            cross_key: 401,
+            cross_url: 401,
+            refusal_names_key: false,
+            env_scenario: true
+          })
+          // One recorded turn each (the refused requests are not turns), the rollout's own question.
+          const entries = finished.trajectory.messages_and_choices
+          expect(entryKinds(entries)).toEqual(["user", "choice"])
+          expect((entries[0] as { content: string }).content).toBe(`pick ${letter}`)
+          const choice = entries.find(isChoice)!
+          expect(choice.logprobs?.content?.length).toBe(choice.token_ids?.length)
+          expect(choice.token_ids?.length).toBeGreaterThan(0)
+        }
+        expect(yield* Effect.flatMap(RolloutGateway.RolloutGateway, (gateway) => gateway.open)).toBe(0)
+      })
+    )
+
+    it.effect("a wrong, missing or other rollout's key is a 401; an ended rollout a 410, in flight too", () =>
+      Effect.gen(function* () {
+        const policy = fixed("fixed", "hi")
+        const ask = { model: "x", messages: [{ role: "user", content: "hello" }] }
+        const finished = yield* Rollout.run(
+          policy,
+          RolloutGateway.withEndpoint((endpoint) =>
+            Effect.gen(function* () {
+              const url = `${endpoint.baseUrl}/chat/completions`
+              const key = Redacted.value(endpoint.apiKey)
+              const ok = yield* post(url, key, ask)
+              const wrong = yield* post(url, `${key.slice(0, -1)}x`, ask)
+              const none = yield* post(url, undefined, ask)
+              const unknown = yield* post(url.replace(endpoint.id, "nosuchrollout"), key, ask)
+              const invalid = yield* post(url, key, { messages: 5 })
+              return { endpoint, key, ok, wrong, none, unknown, invalid }
+            })
+          )
+        )
+        const { endpoint, key, ok, wrong, none, unknown, invalid } = finished.value
+        expect(ok.status).toBe(200)
+        expect(JSON.parse(ok.text).choices[0].message.content).toBe("hi")
+        for (const refused of [wrong, none, unknown]) {
+          expect(refused.status).toBe(401)
+          expect(JSON.parse(refused.text).error).toMatchObject({
+            type: "invalid_request_error",
+            code: "invalid_api_key"
+          })
+          expect(refused.text).not.toContain(key)
+        }
+        expect(invalid.status).toBe(400)
+        expect(JSON.parse(invalid.text).error.param).toBe("messages")
+        // After the end: 410 for the holder of the key, 401 for anyone else.
+        const after = yield* post(`${endpoint.baseUrl}/chat/completions`, key, ask)
+        expect(after.status).toBe(410)
+        expect(JSON.parse(after.text).error).toMatchObject({ code: "rollout_ended" })
+        expect(JSON.parse(after.text).error.message).toContain("rollout has ended")
+        expect((yield* post(`${endpoint.baseUrl}/chat/completions`, "sk-guess", ask)).status).toBe(401)
+        expect(finished.trajectory.messages_and_choices.filter(isChoice)).toHaveLength(1)
+
+        // A request in flight when its rollout ends is answered 410 too.
+        const inFlight = yield* Rollout.run(
+          stuck,
+          RolloutGateway.withEndpoint((endpoint) =>
+            Effect.gen(function* () {
+              const fiber = yield* Effect.fork(
+                post(`${endpoint.baseUrl}/chat/completions`, Redacted.value(endpoint.apiKey), ask)
+              )
+              yield* TestServices.provideLive(Effect.sleep("200 millis"))
+              return fiber
+            })
+          )
+        )
+        const answer = yield* Fiber.join(inFlight.value)
+        expect(answer.status).toBe(410)
+      })
+    )
+
+    it.effect("the openai SDK through the gateway records what Rollout.chat records, streamed or not", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "gateway", name: "sdk", base_model: "effect-rl/tiny-2k" })
+        for (const stream of [false, true]) {
+          const viaGateway = yield* Rollout.run(
+            policy,
+            RolloutGateway.withEndpoint((endpoint) =>
+              ExternalAgent.fromFunction((e: ExternalAgent.AgentEndpoint) => toolAgent(e, stream)).run(endpoint, null)
+            )
+          )
+          const entries = viaGateway.trajectory.messages_and_choices
+          expect(entryKinds(entries)).toEqual(["system", "user", "choice", "tool", "choice"])
+          const call = entries.filter(isChoice)[0]!.message.tool_calls![0]!
+          const { a, b } = JSON.parse(call.function.arguments) as { a: number; b: number }
+          const viaChat = yield* toolTurnsByHand(policy, {
+            system: SYSTEM,
+            question: QUESTION,
+            tools: [add] as never,
+            request: settings,
+            result: String(a + b)
+          })
+          expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
+          expect(viaGateway.trajectory.additional_histories).toBeUndefined()
+        }
+      })
+    )
+
+    it.effect("model names mapped to a fixed policy are answered by it and not recorded", () =>
+      Effect.gen(function* () {
+        const trained = fixed("trained", "mine")
+        const opponent = fixed("opponent-model", "theirs")
+        const finished = yield* Rollout.run(
+          trained,
+          RolloutGateway.withEndpoint(
+            (endpoint) =>
+              Effect.promise(async () => {
+                const openai = new OpenAI({
+                  baseURL: endpoint.baseUrl,
+                  apiKey: Redacted.value(endpoint.apiKey),
+                  maxRetries: 0
+                })
+                const models = (await openai.models.list()).data.map((m) => m.id)
+                const theirs = await openai.chat.completions.create({
+                  model: "opponent",
+                  messages: [{ role: "user", content: "your move" }]
+                })
+                const mine = await openai.chat.completions.create({
+                  model: "anything-else",
+                  messages: [
+                    { role: "user", content: "your move" },
+                    { role: "assistant", content: theirs.choices[0]!.message.content },
+                    { role: "user", content: "and yours?" }
+                  ]
+                })
+                return { models, theirs: theirs.choices[0]!.message.content, mine: mine.choices[0]!.message.content }
+              }),
+            { models: { opponent } }
+          )
+        )
+        expect(finished.value).toEqual({ models: ["trained", "opponent"], theirs: "theirs", mine: "mine" })
+        // Only the trained policy's turn is a choice; the opponent's reply is context of it.
+        const entries = finished.trajectory.messages_and_choices
+        expect(entryKinds(entries)).toEqual(["user", "assistant", "user", "choice"])
+        expect(entries.filter(isChoice).map((c) => c.message.content)).toEqual(["mine"])
+        expect(finished.trajectory.additional_histories).toBeUndefined()
+        expect(finished.trajectory.metrics.completions).toBe(1)
+      })
+    )
+  })
+})
