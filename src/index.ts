@@ -4,7 +4,7 @@
  * Every module is a namespace here and a subpath export of its own, but for the trace service's wire
  * schemas (`effect-rl/TraceCall`, `TraceObject`, `TraceMisc`, `TraceApi`, `TraceError`, `Digest`): they are
  * subpath exports only, so that importing the package does not build them (the trace client and `Tracing`
- * load them when used); and for the agent layers and the cluster (`effect-rl/RolloutModel`, `RolloutOpenAI`,
+ * load them when used); so are the Responses API's (`effect-rl/Responses`, `ResponsesChat`, `ResponsesApi`); and for the agent layers and the cluster (`effect-rl/RolloutModel`, `RolloutOpenAI`,
  * `RolloutCluster`), which need optional peer dependencies.
  *
  * @since 0.1.0

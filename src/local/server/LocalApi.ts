@@ -22,6 +22,10 @@
  * `DashboardApi`. So are the traces pages' reads (`/v1/local/trace/...`) and the one route that takes no key,
  * `POST /v1/local/sign-in` (a one-time token from the printed dashboard link for the key).
  *
+ * ## Extension: the Responses API
+ * The `responses` group (`/v1/responses`, `GET`/`DELETE /v1/responses/{id}`, `.../input_items`) serves the
+ * Responses API as a translation onto chat completions; see `ResponsesApi` and `ResponsesChat`.
+ *
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
@@ -30,6 +34,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as Schema from "effect/Schema"
 import { listModels } from "../../api/InferenceApi.js"
+import { ResponsesGroup } from "../../api/ResponsesApi.js"
 import {
   CallsGroup,
   CompletionsGroup,
@@ -151,6 +156,7 @@ export const TraceServiceGroup = withTraceErrors(ServiceGroup)
 export class LocalApi extends HttpApi.make("LocalApi")
   .addHttpApi(TrainingApi)
   .add(InferenceModelsGroup)
+  .add(ResponsesGroup)
   .add(FilesGroup)
   .add(DashboardGroup)
   .add(DashboardTracesGroup)

@@ -55,6 +55,7 @@ import type * as Redacted from "effect/Redacted"
 import { DEFAULT_LIMITS } from "../engine/Sampler.js"
 import * as Files from "../store/Files.js"
 import type * as Store from "../store/Store.js"
+import * as StoredResponses from "../store/StoredResponses.js"
 import { makeVerifier } from "./Auth.js"
 import { multipartPaths } from "./internal/admit.js"
 import { ownFilesReader } from "./internal/files.js"
@@ -191,7 +192,10 @@ export const layer = (
       // A memo map of its own, so that another server built beside it never shares its handler layers.
       const signIn = SignIn.layer(options.apiKey, options.signInTtl)
       return Layer.fresh(
-        Layer.provideMerge(serve, Layer.merge(node, signIn)).pipe(Layer.provide(worker), Layer.provide(Files.layer))
+        Layer.provideMerge(serve, Layer.merge(node, signIn)).pipe(
+          Layer.provide(worker),
+          Layer.provide(Layer.merge(Files.layer, StoredResponses.layer))
+        )
       )
     })
   )

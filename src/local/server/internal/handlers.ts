@@ -18,6 +18,7 @@ import * as Files from "./files.js"
 import { createChatCompletion, listModels } from "./inference.js"
 import * as Jobs from "./jobs.js"
 import * as Models from "./models.js"
+import * as OpenAiResponses from "./openAiResponses.js"
 import { PolicyCache } from "./policyCache.js"
 import { Sampling } from "./sampling.js"
 import * as TraceCalls from "./trace/calls.js"
@@ -90,6 +91,17 @@ export const ChatLive = HttpApiBuilder.group(LocalApi, "chat", (handlers) =>
     const complete = createChatCompletion(new PolicyCache(), budget)
     return handlers.handle("createChatCompletion", complete).handle("createChatCompletionSlash", complete)
   })
+)
+
+/** The Responses API, translated onto the engine's chat completions (see `openAiResponses.ts`). */
+export const ResponsesLive = HttpApiBuilder.group(LocalApi, "responses", (handlers) =>
+  Effect.map(Sampling, (budget) =>
+    handlers
+      .handle("createResponse", OpenAiResponses.createResponse(new PolicyCache(), budget))
+      .handle("getResponse", OpenAiResponses.getResponse)
+      .handle("deleteResponse", OpenAiResponses.deleteResponse)
+      .handle("listInputItems", OpenAiResponses.listInputItems)
+  )
 )
 
 /** The inference group's model list. */
@@ -201,6 +213,7 @@ export const HandlersLive = Layer.mergeAll(
   ModelsLive,
   JobsLive,
   ChatLive,
+  ResponsesLive,
   InferenceLive,
   FilesLive,
   DashboardLive,

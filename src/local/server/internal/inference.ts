@@ -23,13 +23,14 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../../api/ChatCompletion.js"
 import type { InferenceModel } from "../../../api/InferenceModel.js"
 import { EngineError, errorBody } from "../../engine/EngineError.js"
 import { loadCheckpoint, type Policy } from "../../engine/Policy.js"
-import { prepare, runRounds } from "../../engine/Sampler.js"
+import { type Prepared, prepare, runRounds } from "../../engine/Sampler.js"
 import { decoding, type Task } from "../../engine/Scheduler.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
@@ -182,6 +183,50 @@ const busy = (budget: SamplingBudget, tokens: number) =>
     String(RETRY_AFTER_SECONDS)
   )
 
+/** A completion admitted: the model it names and its planned decoding, its tokens reserved under the budget. */
+export interface Admitted extends Prepared {
+  /** The model name the request gave (or the base model). */
+  readonly name: string
+}
+
+/**
+ * Checks a chat-completions request and admits it under the budget (for as long as the request's scope, its
+ * response being written): the admitted completion, or the answer refusing it (404 for an unknown model, 400
+ * for a request the engine refuses, 429 when the queue is full).
+ */
+export const admit = (
+  cache: PolicyCache,
+  budget: SamplingBudget,
+  payload: ChatCompletionRequest,
+  refused: (error: EngineError) => HttpServerResponse.HttpServerResponse = engineError
+) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const name = payload.model ?? BASE_MODEL
+    const resolved = yield* resolvePolicy(name, cache)
+    if (Option.isNone(resolved)) {
+      return Either.left(openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`))
+    }
+    const requestId = request.headers["x-request-id"]
+    const options = {
+      modelName: name,
+      limits: budget.limits,
+      promptStates: promptStatesOf(resolved.value),
+      ...(requestId === undefined ? {} : { requestId })
+    }
+    const prepared = yield* Effect.try({
+      try: () => prepare(resolved.value, payload, options),
+      catch: (error) => error
+    }).pipe(Effect.either)
+    if (prepared._tag === "Left") {
+      if (prepared.left instanceof EngineError) return Either.left(refused(prepared.left))
+      return yield* Effect.die(prepared.left)
+    }
+    if (!(yield* budget.reserve(prepared.right.tokens))) return Either.left(busy(budget, prepared.right.tokens))
+    const admitted: Admitted = { ...prepared.right, name }
+    return Either.right(admitted)
+  })
+
 /**
  * `POST /v1/chat/completions` over a policy cache and the sampling budget: a completion, or its stream of
  * chunks, from the engine. The request is checked first (a 400 before any decoding), then admitted under the
@@ -191,31 +236,10 @@ export const createChatCompletion =
   (cache: PolicyCache, budget: SamplingBudget) =>
   ({ payload }: { readonly payload: ChatCompletionRequest }) =>
     Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const name = payload.model ?? BASE_MODEL
-      const resolved = yield* resolvePolicy(name, cache)
-      if (Option.isNone(resolved)) {
-        return openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`)
-      }
-      const requestId = request.headers["x-request-id"]
-      const options = {
-        modelName: name,
-        limits: budget.limits,
-        promptStates: promptStatesOf(resolved.value),
-        ...(requestId === undefined ? {} : { requestId })
-      }
-      const prepared = yield* Effect.try({
-        try: () => prepare(resolved.value, payload, options),
-        catch: (error) => error
-      }).pipe(Effect.either)
-      if (prepared._tag === "Left") {
-        if (prepared.left instanceof EngineError) return engineError(prepared.left)
-        return yield* Effect.die(prepared.left)
-      }
-      const { tokens, rounds, stream } = prepared.right
-      if (!(yield* budget.reserve(tokens))) return busy(budget, tokens)
-      if (payload.stream !== true) return yield* runRounds(rounds())
-      return HttpServerResponse.stream(eventStream(stream()), {
+      const admitted = yield* admit(cache, budget, payload)
+      if (Either.isLeft(admitted)) return admitted.left
+      if (payload.stream !== true) return yield* runRounds(admitted.right.rounds())
+      return HttpServerResponse.stream(eventStream(admitted.right.stream()), {
         contentType: "text/event-stream",
         headers: { "cache-control": "no-cache" }
       })

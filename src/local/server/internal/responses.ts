@@ -1,13 +1,18 @@
 /**
  * The JSON error bodies of the embedded backend: FastAPI's `{detail}` on the training surface, and the
- * OpenAI-style `{error: {message, type, param, code}}` on the inference surface (`/v1/chat/...`, `/v1/models`).
+ * OpenAI-style `{error: {message, type, param, code}}` on the inference surface (`/v1/chat/...`, `/v1/models`,
+ * `/v1/responses`).
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
 
 /** Whether a path belongs to the OpenAI-compatible surface, whose errors take the OpenAI shape. */
 export const isOpenAiPath = (pathname: string): boolean =>
-  pathname.startsWith("/v1/chat/") || pathname === "/v1/models" || pathname.startsWith("/v1/models/")
+  pathname.startsWith("/v1/chat/") ||
+  pathname === "/v1/models" ||
+  pathname.startsWith("/v1/models/") ||
+  pathname === "/v1/responses" ||
+  pathname.startsWith("/v1/responses/")
 
 /**
  * `{detail: "<message>"}` with a status. A 409 here is final (a taken name, a reused idempotency key), not a

@@ -200,11 +200,27 @@ const traceFeedback = Effect.gen(function* () {
   yield* sql`CREATE INDEX trace_costs_llm ON trace_costs (project_id, llm_id)`
 })
 
+/**
+ * Migration 6: stored responses of the Responses API (`/v1/responses` with `store`): the response and its input
+ * items as JSON text, and the response it continues.
+ */
+const responses = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE responses (
+    id TEXT PRIMARY KEY NOT NULL,
+    previous_response_id TEXT,
+    input_items TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
 export const migrations = {
   "1_initial": initial,
   "2_files": files,
   "3_trace_calls": traceCalls,
   "4_trace_objects": traceObjects,
-  "5_trace_feedback": traceFeedback
+  "5_trace_feedback": traceFeedback,
+  "6_responses": responses
 }
