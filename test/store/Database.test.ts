@@ -21,7 +21,8 @@ describe("Database", () => {
         { migration_id: 2, name: "files" },
         { migration_id: 3, name: "trace_calls" },
         { migration_id: 4, name: "trace_objects" },
-        { migration_id: 5, name: "trace_feedback" }
+        { migration_id: 5, name: "trace_feedback" },
+        { migration_id: 6, name: "responses" }
       ])
     })
   )
