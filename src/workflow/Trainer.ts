@@ -571,11 +571,16 @@ export interface PruneOptions {
   readonly keepLatest?: number | undefined
   /** Also keep the best checkpoint by this metric of its `metrics` (the later one on a tie). */
   readonly best?: { readonly metric: string; readonly direction: "max" | "min" } | undefined
+  /** Also keep these steps (e.g. the checkpoint whose rollouts scored best, which a training loop knows). */
+  readonly keep?: Iterable<number> | undefined
+  /** Delete only checkpoints of this step or later (default: any step). */
+  readonly since?: number | undefined
 }
 
 /**
- * Checkpoint retention: keeps the latest `keepLatest` checkpoints, the best by `best.metric`, and the step
- * the policy uses now; deletes the others. Answers the steps deleted, in ascending order.
+ * Checkpoint retention: keeps the latest `keepLatest` checkpoints, the best by `best.metric`, the steps of
+ * `keep`, those before `since`, and the step the policy uses now; deletes the others. Answers the steps
+ * deleted, in ascending order.
  */
 export const prune = Effect.fn("Trainer.prune")(function* (policy: Trainable, options: PruneOptions = {}) {
   const client = yield* TrainingClient
@@ -585,9 +590,11 @@ export const prune = Effect.fn("Trainer.prune")(function* (policy: Trainable, op
     best: options.best,
     current: yield* policy.step
   })
+  for (const step of options.keep ?? []) keep.add(step)
+  const since = options.since ?? Number.NEGATIVE_INFINITY
   const doomed = [...checkpoints]
     .map((c) => c.step)
-    .filter((step) => !keep.has(step))
+    .filter((step) => step >= since && !keep.has(step))
     .sort((a, b) => a - b)
   yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, kept: keep.size, deleting: doomed.length })
   if (doomed.length === 0) return []

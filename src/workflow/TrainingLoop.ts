@@ -27,6 +27,12 @@
  * the loop (Ctrl-C under `NodeRuntime.runMain`) interrupts every rollout in flight; a training job already
  * submitted finishes on the service and the next run resumes after it.
  *
+ * **Retention.** After each step the loop deletes the checkpoints it no longer needs: by default
+ * ({@link DEFAULT_RETENTION}) it keeps the latest and the one whose rollouts scored the best `reward` in this run
+ * (the validation reward when it evaluates, else the training groups'), and none from before the step it
+ * started at; `retention` says otherwise (see {@link Retention} and `Trainer.prune`), `false` keeps them all.
+ * The record of each step's job (`state`) is removed once the step is taken.
+ *
  * **Rollouts elsewhere.** With `RolloutCluster.layer` provided (and the `rollout` and `reward` of a
  * `RolloutAgent`), each rollout runs on a runner process of a cluster; the loop is otherwise the same. Its
  * gathers are keyed by model, split and step (`Gather.Options.key`), so a loop restarted mid-gather gets back
@@ -141,8 +147,12 @@ export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = ne
         readonly progress?: Gather.Options<S, A, E, R>["progress"]
       }
     | undefined
-  /** Checkpoint retention after each step (see `Trainer.prune`); default: keep everything. */
-  readonly retention?: Trainer.PruneOptions | undefined
+  /**
+   * Checkpoint retention after each step (see "Retention" in the module): by default
+   * {@link DEFAULT_RETENTION}, the latest checkpoint and the one whose rollouts scored the best reward; `false`
+   * keeps every checkpoint.
+   */
+  readonly retention?: Retention | false | undefined
   /** Following each job (long poll, poll interval, per-event callback). */
   readonly follow?: Trainer.FollowOptions | undefined
   /**
@@ -161,6 +171,27 @@ export interface Options<S, A, E, R, ER = never, RR = never, EG = never, RG = ne
    */
   readonly offPolicy?: OffPolicy | undefined
 }
+
+/**
+ * Checkpoint retention of {@link run}: what `Trainer.prune` keeps after each step (the latest `keepLatest`, the
+ * best by a checkpoint's own `metrics`, ...), and the checkpoint whose rollouts scored best in this run.
+ */
+export interface Retention extends Trainer.PruneOptions {
+  /**
+   * Also keep the checkpoint whose rollouts scored best in this run by this metric of the steps' metrics: the
+   * validation metrics when the loop evaluates (`validation` and `evalEvery`), else the training groups'
+   * (direction `max` by default; the later step on a tie). With it, a run deletes no checkpoint from before
+   * the step it started at (it does not know how those scored).
+   */
+  readonly bestRollouts?: { readonly metric: string; readonly direction?: "max" | "min" | undefined } | undefined
+}
+
+/**
+ * The loop's retention unless told otherwise: the latest checkpoint and the one whose rollouts scored the best
+ * `reward` (as the reference client's users keep with `delete_checkpoints`). A 10-step `train minimal` run
+ * keeps 2 checkpoints of 11, its data directory 4.3 MB instead of 13.8 MB.
+ */
+export const DEFAULT_RETENTION: Retention = { keepLatest: 1, bestRollouts: { metric: "reward" } }
 
 /** The pipelined mode of {@link run}. */
 export interface OffPolicy {
@@ -385,11 +416,33 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         Gather.trajectoryGroups
       )
 
+    const retention = options.retention === false ? undefined : (options.retention ?? DEFAULT_RETENTION)
+    /** The step whose rollouts scored best so far, by `retention.bestRollouts` (validation metrics if evaluated). */
+    let best: { readonly step: number; readonly value: number } | undefined
+    const score = (step: number, train: Metrics.Metrics, validationMetrics: Metrics.Metrics | undefined) => {
+      const by = retention?.bestRollouts
+      if (by === undefined) return
+      const value = (evaluates ? validationMetrics : train)?.[by.metric]
+      if (value === undefined || !Number.isFinite(value)) return
+      const better = best === undefined || (by.direction === "min" ? value <= best.value : value >= best.value)
+      if (better) best = { step, value }
+    }
+    /** Retention as asked for, with the best-scoring step kept (and nothing older than this run touched). */
+    const retentionNow = (keepLatest: number | undefined): Trainer.PruneOptions | undefined =>
+      retention === undefined
+        ? undefined
+        : {
+            ...retention,
+            ...(keepLatest === undefined ? {} : { keepLatest }),
+            ...(retention.bestRollouts === undefined
+              ? {}
+              : { keep: [...(retention.keep ?? []), ...(best === undefined ? [] : [best.step])], since: startStep })
+          }
     // While gathering runs ahead, rollouts in flight sample from the last `bound` checkpoints: keep them.
-    const retentionDuring =
-      options.retention === undefined || bound === 0
-        ? options.retention
-        : { ...options.retention, keepLatest: Math.max(options.retention.keepLatest ?? 1, bound + 1) }
+    const retentionDuring = () =>
+      retentionNow(bound === 0 ? undefined : Math.max(retention?.keepLatest ?? 1, bound + 1))
+    const prune = (options: Trainer.PruneOptions | undefined) =>
+      options === undefined ? Effect.void : Effect.asVoid(Trainer.prune(policy, options))
 
     type Report = Omit<StepReport, "seconds">
     const withValidation = (validationMetrics: Metrics.Metrics | undefined) =>
@@ -401,7 +454,8 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         if (state === undefined) return Option.none<Report>()
         const found = yield* Trainer.resume(policy, { ...options.follow, state })
         if (Option.isNone(found)) return Option.none<Report>()
-        if (retentionDuring !== undefined) yield* Trainer.prune(policy, retentionDuring)
+        score(step, found.value.submission.metrics ?? {}, validationMetrics)
+        yield* prune(retentionDuring())
         return Option.some<Report>({
           step,
           trainedStep: found.value.step,
@@ -426,7 +480,8 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           ...(state === undefined ? {} : { state }),
           ...(options.config === undefined ? {} : { config: options.config })
         })
-        if (retentionDuring !== undefined) yield* Trainer.prune(policy, retentionDuring)
+        score(step, train, validationMetrics)
+        yield* prune(retentionDuring())
         return {
           step,
           trainedStep: result.step,
@@ -475,6 +530,19 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         (bound === 0 ? "" : `, gathering up to ${bound} checkpoint(s) ahead of training`)
     )
 
+    /**
+     * Removes the record of the job submitted for a step once the step is taken: its job ended and the policy
+     * is past it, so no restart looks it up again (a restart resumes at the model's latest checkpoint).
+     */
+    const forgetSubmission = (at: number) =>
+      state === undefined
+        ? Effect.void
+        : Submissions.remove(state, policy.record.id, at).pipe(
+            Effect.catchAll((error) =>
+              Effect.logWarning(`step ${at}: its submission record could not be removed: ${error.message}`)
+            )
+          )
+
     /** Takes a step's report: `true` to go on. */
     const take = (at: number, report: StepReport) =>
       Effect.gen(function* () {
@@ -482,6 +550,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         if (validationMetrics !== undefined) lastValidation = { step: at, metrics: validationMetrics }
         reports.push(report)
         yield* releaseStep(at)
+        yield* forgetSubmission(at)
         const stale = report.staleness
         yield* Effect.logInfo(
           `step ${at} -> ${report.trainedStep}: reward ${train.reward?.toFixed(3) ?? "-"}` +
@@ -566,7 +635,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           )
       })
       // Retention as asked for, now that no rollout samples from the checkpoints kept for gathering ahead.
-      if (options.retention !== undefined && reports.length > 0) yield* Trainer.prune(policy, options.retention)
+      if (reports.length > 0) yield* prune(retentionNow(undefined))
     }
 
     let finalValidation = lastValidation?.step === step ? lastValidation.metrics : undefined

@@ -1,3 +1,4 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -57,7 +58,12 @@ describe("Jobs", () => {
             ["training_failed", { error_message: "diverged" }]
           ])
           expect((yield* jobs.list(a)).map((j) => j.status)).toEqual(["succeeded", "failed"])
-          expect((yield* jobs.list()).length).toBe(3)
+          // An ended job's request body is released (the log keeps the trajectories); a queued one's is kept.
+          expect(yield* jobs.request(a1.id)).toBeNull()
+          expect(yield* jobs.request(a2.id)).toBeNull()
+          const a3 = yield* jobs.enqueue(a, "rl", { n: 4 })
+          expect(yield* jobs.request(a3.id)).toEqual({ n: 4 })
+          expect((yield* jobs.list()).length).toBe(4)
           expect((yield* Effect.flip(jobs.enqueue(crypto.randomUUID(), "rl", {}))).reason).toBe("NotFound")
           expect((yield* Effect.flip(jobs.get(crypto.randomUUID()))).reason).toBe("NotFound")
           expect(Option.getOrThrow(yield* (yield* Checkpoints).latest(a)).step).toBe(1)
@@ -73,11 +79,18 @@ describe("Jobs", () => {
         Effect.gen(function* () {
           const jobs = yield* Jobs
           const model = yield* newModel("m")
+          const ended = yield* jobs.enqueue(model, "rl", { n: 0 })
           const running = yield* jobs.enqueue(model, "rl", {})
-          const queued = yield* jobs.enqueue(model, "rl", {})
+          const queued = yield* jobs.enqueue(model, "rl", { n: 2 })
+          yield* jobs.claim(model)
+          yield* jobs.succeed(ended.id, { weights: bytes(1) })
+          // A job that ended under an earlier version, which kept its body.
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE training_jobs SET request = '{"n":0}' WHERE id = ${ended.id}`
+          expect(yield* jobs.request(ended.id)).toEqual({ n: 0 })
           yield* jobs.claim(model)
           yield* (yield* JobEvents).append(running.id, "training_started", { num_sequences: 1 })
-          return { running: running.id, queued: queued.id }
+          return { ended: ended.id, running: running.id, queued: queued.id }
         })
       )
       yield* withStore(dir)(
@@ -85,6 +98,10 @@ describe("Jobs", () => {
           const jobs = yield* Jobs
           expect(yield* jobs.get(ids.running)).toMatchObject({ status: "failed", error_message: INTERRUPTED_MESSAGE })
           expect((yield* jobs.get(ids.queued)).status).toBe("queued")
+          // Recovery releases the bodies of ended jobs (the one left running included), not a queued one's.
+          expect(yield* jobs.request(ids.ended)).toBeNull()
+          expect(yield* jobs.request(ids.running)).toBeNull()
+          expect(yield* jobs.request(ids.queued)).toEqual({ n: 2 })
           const events = (yield* (yield* JobEvents).list(ids.running)).data
           expect(events.map((e) => e.type)).toEqual(["training_started", "training_failed"])
           expect(events[1]!.data).toEqual({ error_message: INTERRUPTED_MESSAGE })

@@ -29,6 +29,7 @@ describe("TrainingLoop offPolicy on the embedded backend", () => {
           steps: 6,
           evalEvery: 3,
           state: false,
+          retention: false,
           config: { max_negative_advantage_importance_sampling_weight: 4 },
           offPolicy: { maxStaleness: 1 },
           gather: { progress: false }

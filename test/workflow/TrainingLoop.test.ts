@@ -4,6 +4,9 @@
  * the model's latest checkpoint without redoing or skipping a step.
  */
 
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, it, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -54,7 +57,8 @@ describe("TrainingLoop against the embedded backend", () => {
           rolloutsPerGroup: 3,
           steps: 2,
           evalEvery: 1,
-          gather: { progress: false }
+          gather: { progress: false },
+          retention: false
         })
         expect(summary.startStep).toBe(0)
         expect(summary.finalStep).toBe(2)
@@ -82,6 +86,45 @@ describe("TrainingLoop against the embedded backend", () => {
         const client = yield* TrainingClient
         const steps = yield* Stream.runCollect(client.checkpoints(policy.record.id))
         expect([...steps].map((c) => c.step)).toEqual([0, 1, 2])
+      })
+    )
+
+    it.scoped("keeps the latest checkpoint and the best by reward by default; removes finished steps' records", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "loop", name: "retention", base_model: TINY })
+        const state = mkdtempSync(join(tmpdir(), "effect-rl-retention-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(state, { recursive: true, force: true })))
+        const client = yield* TrainingClient
+        const kept: Array<ReadonlyArray<number>> = []
+        const summary = yield* TrainingLoop.run({
+          policy,
+          scenarios: SCENARIOS,
+          rollout: pick,
+          reward,
+          groupsPerStep: 2,
+          rolloutsPerGroup: 3,
+          steps: 10,
+          state,
+          gather: { progress: false },
+          onStep: () =>
+            Stream.runCollect(client.checkpoints(policy.record.id)).pipe(
+              Effect.flatMap((steps) => Effect.sync(() => void kept.push([...steps].map((c) => c.step)))),
+              Effect.orDie
+            )
+        })
+        expect(summary.steps).toHaveLength(10)
+        // The step whose rollouts scored the best reward (the later one on a tie), and the latest checkpoint.
+        const rewards = summary.steps.map((s) => s.train.reward ?? Number.NaN)
+        const best = summary.steps.reduce((b, s) => ((s.train.reward ?? -1) >= (b.train.reward ?? -1) ? s : b)).step
+        const steps = yield* Stream.runCollect(client.checkpoints(policy.record.id))
+        expect(
+          [...steps].map((c) => c.step),
+          rewards.join(" ")
+        ).toEqual([...new Set([best, 10])].sort((a, b) => a - b))
+        // Never more than the latest, the best so far and the one just made, at any step.
+        for (const after of kept) expect(after.length).toBeLessThanOrEqual(2)
+        // Each step's record went once the step was taken.
+        expect(readdirSync(state)).toEqual([])
       })
     )
 

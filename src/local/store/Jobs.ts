@@ -9,6 +9,12 @@
  * ("the server stopped while the job was running"); {@link layer} runs it when built. Queued jobs stay
  * queued and are claimed again.
  *
+ * ## Request bodies
+ * A job keeps its request body (an RL job's trajectory groups, often the largest thing stored) only until it
+ * ends: nothing reads it after the claim but a claim again after a crash, and the log endpoint keeps the
+ * trajectories. `succeed` and `fail` release it (`request` then answers `null`); `recover` releases those
+ * that ended before a store written by an earlier version was opened.
+ *
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -84,7 +90,7 @@ export interface Service {
   readonly enqueue: (modelId: string, kind: JobKind, request: unknown) => Effect.Effect<JobRecord, StoreError>
   /** A job: `NotFound` when there is none. */
   readonly get: (id: string) => Effect.Effect<JobRecord, StoreError>
-  /** A job's request body: `NotFound` when there is none. */
+  /** A job's request body (`null` once the job has ended: see "Request bodies"): `NotFound` without the job. */
   readonly request: (id: string) => Effect.Effect<unknown, StoreError>
   /** A model's jobs (or every job), in creation order. */
   readonly list: (modelId?: string) => Effect.Effect<ReadonlyArray<JobRecord>, StoreError>
@@ -108,12 +114,18 @@ export interface Service {
    * running one ended) when there is none yet; woken in-process, timed on the `Clock`.
    */
   readonly claimNext: (waitMs: number, modelId?: string) => Effect.Effect<Option.Option<Claimed>, StoreError>
-  /** Fails every job left `running` (see the module comment); returns how many. */
+  /**
+   * Fails every job left `running` (see the module comment) and releases the request bodies of jobs that
+   * ended; returns how many jobs it failed.
+   */
   readonly recover: Effect.Effect<number, StoreError>
 }
 
 /** The training jobs repository service. */
 export class Jobs extends Context.Tag("effect-rl/local/store/Jobs")<Jobs, Service>() {}
+
+/** What an ended job's request body is replaced by (JSON `null`; the column takes no SQL NULL). */
+const RELEASED = "null"
 
 const decodeJobs = decodeRows(JobRecord, "training job")
 const decodeRequest = decodeRows(Schema.Struct({ request: Schema.parseJson() }), "training job request")
@@ -188,7 +200,8 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
       const now = yield* nowIso
       const step = result.step ?? Option.getOrElse(yield* latestStep(sql, job.model_id), () => -1) + 1
       const checkpoint = yield* insertCheckpoint(sql, { modelId: job.model_id, ...result, step, now })
-      yield* sql`UPDATE training_jobs SET status = 'succeeded', finished_at = ${now}, step = ${step} WHERE id = ${id}`
+      yield* sql`UPDATE training_jobs SET status = 'succeeded', finished_at = ${now}, step = ${step},
+        request = ${RELEASED} WHERE id = ${id}`
       yield* insertEvent(id, "training_ended", { step }, now)
       return { job: yield* get(id), checkpoint }
     }).pipe(
@@ -204,7 +217,8 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
 
   const failJob = (id: string, message: string, now: string) =>
     Effect.zipRight(
-      sql`UPDATE training_jobs SET status = 'failed', finished_at = ${now}, error_message = ${message} WHERE id = ${id}`,
+      sql`UPDATE training_jobs SET status = 'failed', finished_at = ${now}, error_message = ${message},
+        request = ${RELEASED} WHERE id = ${id}`,
       insertEvent(id, "training_failed", { error_message: message }, now)
     )
 
@@ -228,6 +242,8 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
     const running = yield* sql<{ readonly id: string }>`SELECT id FROM training_jobs WHERE status = 'running'`
     const now = yield* nowIso
     yield* Effect.forEach(running, (row) => failJob(row.id, INTERRUPTED_MESSAGE, now), { discard: true })
+    yield* sql`UPDATE training_jobs SET request = ${RELEASED}
+      WHERE status IN ('succeeded', 'failed') AND request <> ${RELEASED}`
     return running.map((row) => row.id)
   }).pipe(
     sql.withTransaction,
