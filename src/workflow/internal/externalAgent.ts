@@ -106,7 +106,9 @@ export const run = (options: Spawn): Effect.Effect<Ended, Error> =>
       const pid = child.pid
       if (done || pid === undefined) return Effect.void
       killGroup(pid, "SIGTERM")
+      // Interruptible, so that the grace period can cut the wait short (a canceler runs uninterruptibly).
       return Effect.promise(() => closed).pipe(
+        Effect.interruptible,
         Effect.timeout(options.killGrace),
         Effect.catchAll(() =>
           Effect.sync(() => killGroup(pid, "SIGKILL")).pipe(Effect.zipRight(Effect.promise(() => closed)))
