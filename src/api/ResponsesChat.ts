@@ -29,6 +29,7 @@ import type { Message, Tool } from "./ChatMessage.js"
 import {
   type DeltaLogprob,
   INCLUDE_LOGPROBS,
+  type InputItemList,
   type Logprob,
   type OutputFunctionCall,
   type OutputItem,
@@ -592,9 +593,51 @@ export const storedInputItemsOf = (
   return out
 }
 
+/** The query of a stored response's input items page, as the URL gives it. */
+export interface InputItemsQuery {
+  readonly after?: string | undefined
+  readonly limit?: string | undefined
+  readonly order?: string | undefined
+}
+
+/**
+ * A page of a stored response's input items (`limit` 1 to 100, default 20; `order` `desc` by default; `after`
+ * an item id), or the error naming the parameter at fault.
+ */
+export const inputItemsPage = (
+  items: ReadonlyArray<StoredInputItem>,
+  query: InputItemsQuery
+): Either.Either<InputItemList, ResponsesRequestError> => {
+  const limit = query.limit === undefined ? 20 : Number(query.limit)
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    return Either.left(invalid("limit", `limit must be a whole number from 1 to 100, got '${query.limit}'`))
+  }
+  const order = query.order ?? "desc"
+  if (order !== "asc" && order !== "desc")
+    return Either.left(invalid("order", `order must be asc or desc, got '${order}'`))
+  const all = order === "desc" ? [...items].reverse() : [...items]
+  let from = 0
+  if (query.after !== undefined) {
+    const at = all.findIndex((item) => item.id === query.after)
+    if (at === -1) return Either.left(invalid("after", `after names no input item of this response: '${query.after}'`))
+    from = at + 1
+  }
+  const data = all.slice(from, from + limit)
+  return Either.right({
+    object: "list",
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: from + limit < all.length
+  })
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Streaming
 // ---------------------------------------------------------------------------------------------------------------
+
+/** A server-sent event of a streamed response as it is sent: `event: <type>` and `data: <json>`. */
+export const sseOf = (event: ResponseStreamEvent): string => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
 
 /** An event before it is numbered. */
 type Unnumbered = ResponseStreamEvent extends infer E ? (E extends unknown ? Omit<E, "sequence_number"> : never) : never

@@ -14,6 +14,7 @@ import * as Schema from "effect/Schema"
 import type { ChatCompletion, Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import { contentText } from "../../api/ChatMessage.js"
+import type { Response, StoredInputItem } from "../../api/Responses.js"
 import type { MessageOrChoice, Metadata } from "../../api/Trajectory.js"
 import { entryIssue, FinishReason, isChoice, TRAJECTORY_ROLES } from "../../api/Trajectory.js"
 
@@ -109,12 +110,21 @@ export interface Checked {
   readonly keys: ReadonlyArray<string>
 }
 
+/** A response of the Responses API kept by a rollout (see `rolloutResponses.ts`). */
+export interface StoredResponse {
+  readonly response: Response
+  readonly inputItems: ReadonlyArray<StoredInputItem>
+  readonly previousResponseId: string | null
+}
+
 /** A running rollout's record. */
 export class Recorder {
   readonly histories: Array<History> = [{ entries: [], keys: [], tools: undefined }]
   readonly metrics: Record<string, number | boolean> = {}
   readonly metadata: Record<string, string | number | boolean | null> = {}
   readonly logs: Array<string> = []
+  /** The Responses-API responses the agent made with `store` on, by id, for `previous_response_id`. */
+  readonly responses = new Map<string, StoredResponse>()
   completions = 0
   promptTokens = 0
   completionTokens = 0

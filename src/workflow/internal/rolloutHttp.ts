@@ -211,7 +211,9 @@ export const handler = (options: Options = {}): Effect.Effect<Handler, never, Ro
       }
       if (route === "/responses" || route.startsWith("/responses/")) {
         const read = method === "POST" ? await readJson(request) : { body: undefined }
-        return read instanceof Response ? read : responsesRoute(context, method, route, read.body, request.signal)
+        return read instanceof Response
+          ? read
+          : responsesRoute(context, method, route, read.body, request.signal, new URL(request.url).searchParams)
       }
       return errorResponse(
         404,

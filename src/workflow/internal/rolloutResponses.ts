@@ -1,15 +1,166 @@
 /**
- * The Responses API of a running rollout, translated onto its recorded chat completions (filled in by the
- * Responses work; until then every Responses route answers 404).
+ * The Responses API of a running rollout, on any backend: a request is translated into a chat completion of
+ * the rollout's policy (`ResponsesChat.chatRequestOf`), made with `Rollout.chat` (so it is recorded as the
+ * service's `messages_and_choices`, with the token ids and logprobs as sampled), and the choice is translated
+ * back into a `Response` (`responseOf`), or into its server-sent events once it is complete (a rollout records
+ * whole choices). Responses are kept for the rollout's lifetime unless `store: false`, for
+ * `previous_response_id`, `item_reference`, and the reads (`GET`, `DELETE`, `.../input_items`).
  */
-import type { RouteContext } from "./rolloutHttp.js"
-import { errorResponse } from "./rolloutHttp.js"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Schema from "effect/Schema"
+import { ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { ResponseCreateRequest } from "../../api/Responses.js"
+import {
+  chatRequestOf,
+  inputItemsPage,
+  newResponseId,
+  ResponseEvents,
+  type ResponsesRequestError,
+  responseOf,
+  responsesMessageOf,
+  responsesParamOf,
+  sseOf,
+  storedInputItemsOf
+} from "../../api/ResponsesChat.js"
+import * as Rollout from "../Rollout.js"
+import type { StoredResponse } from "./recorder.js"
+import { chunksOf, errorResponse, failureResponse, invalidRequest, json, type RouteContext } from "./rolloutHttp.js"
 
-/** Answers a Responses-API route (`/responses`, `/responses/{id}`, `/responses/{id}/input_items`). */
+const decodeRequest = Schema.decodeUnknownEither(ResponseCreateRequest)
+const decodeChat = Schema.decodeUnknownEither(ChatCompletionRequest)
+
+type Item = { readonly type?: string | undefined } & Record<string, unknown>
+
+const refused = (error: ResponsesRequestError) =>
+  errorResponse(400, error.message, "invalid_request_error", error.param)
+
+const notFound = (id: string) => errorResponse(404, `Response with id '${id}' not found.`, "invalid_request_error")
+
+/** The items of the responses a request continues, oldest first, or the 400 naming a missing one. */
+const historyOf = (
+  stored: ReadonlyMap<string, StoredResponse>,
+  previousId: string | null | undefined
+): Either.Either<Array<Item>, Response> => {
+  const chain: Array<StoredResponse> = []
+  for (let id = previousId; id != null; ) {
+    const found = stored.get(id)
+    if (found === undefined || chain.length > stored.size) {
+      return Either.left(
+        errorResponse(
+          400,
+          `Previous response with id '${id}' not found.`,
+          "invalid_request_error",
+          "previous_response_id"
+        )
+      )
+    }
+    chain.push(found)
+    id = found.previousResponseId
+  }
+  return Either.right(
+    chain
+      .reverse()
+      .flatMap((one) => [...(one.inputItems as ReadonlyArray<Item>), ...(one.response.output as ReadonlyArray<Item>)])
+  )
+}
+
+/** A stored item by id, among every response the rollout kept. */
+const resolverOf = (stored: ReadonlyMap<string, StoredResponse>) => (id: string) => {
+  for (const one of stored.values()) {
+    for (const item of [...one.inputItems, ...one.response.output] as ReadonlyArray<Item>) {
+      if (item.id === id) return item
+    }
+  }
+  return undefined
+}
+
+const sse = (body: string): Response =>
+  new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } })
+
+const create = async (context: RouteContext, body: unknown, signal: AbortSignal | undefined): Promise<Response> => {
+  const decoded = decodeRequest(body)
+  if (Either.isLeft(decoded)) return invalidRequest(decoded.left)
+  const request = decoded.right
+  const recorder = await context.run(Effect.map(Rollout.Current, (current) => current.recorder))
+  if (Exit.isFailure(recorder)) return failureResponse(recorder.cause)
+  const stored = recorder.value.responses
+  const history = historyOf(stored, request.previous_response_id)
+  if (Either.isLeft(history)) return history.left
+  const resolve = resolverOf(stored)
+  const translated = chatRequestOf(request, { history: history.right, resolve })
+  if (Either.isLeft(translated)) return refused(translated.left)
+  // The chat request's own checks, in the Responses request's words; the rollout's defaults under it.
+  const checked = decodeChat({ ...context.options.request, ...translated.right })
+  if (Either.isLeft(checked)) {
+    const invalid = invalidRequest(checked.left)
+    const error = ((await invalid.json()) as { error: { message: string; param: string | null } }).error
+    return errorResponse(400, responsesMessageOf(error.message), "invalid_request_error", responsesParamOf(error.param))
+  }
+  const { model: _model, stream: _stream, stream_options: _options, ...chat } = checked.right
+  const exit = await context.run(Effect.zip(Rollout.chat(chat), Clock.currentTimeMillis), signal)
+  if (Exit.isFailure(exit)) return failureResponse(exit.cause)
+  const [completion, now] = exit.value
+  const meta = {
+    id: newResponseId(),
+    createdAt: Math.floor(now / 1000),
+    model: completion.model,
+    store: request.store !== false
+  }
+  const response = responseOf(completion, request, meta)
+  if (meta.store) {
+    stored.set(meta.id, {
+      response,
+      inputItems: storedInputItemsOf(request, meta.id, resolve),
+      previousResponseId: request.previous_response_id ?? null
+    })
+  }
+  if (request.stream !== true) return json(200, response)
+  const events = new ResponseEvents(request, meta)
+  const all = [...events.start(), ...chunksOf(completion, true).flatMap((chunk) => events.push(chunk)), ...events.end()]
+  return sse(all.map(sseOf).join(""))
+}
+
+/**
+ * Answers a Responses-API route of the rollout: `POST /responses`, `GET`/`DELETE /responses/{id}`,
+ * `GET /responses/{id}/input_items`.
+ */
 export const responsesRoute = async (
-  _context: RouteContext,
+  context: RouteContext,
   method: string,
   route: string,
-  _body: unknown,
-  _signal: AbortSignal | undefined
-): Promise<Response> => errorResponse(404, `${method} ${route} is not served yet`, "not_found_error")
+  body: unknown,
+  signal: AbortSignal | undefined,
+  query: URLSearchParams = new URLSearchParams()
+): Promise<Response> => {
+  if (route === "/responses") {
+    return method === "POST"
+      ? create(context, body, signal)
+      : errorResponse(405, `${method} /responses is not served (POST creates a response)`, "invalid_request_error")
+  }
+  const match = /^\/responses\/([^/]+)(\/input_items)?$/.exec(route)
+  if (match === null) return errorResponse(404, `${method} ${route} is not served`, "not_found_error")
+  const id = decodeURIComponent(match[1]!)
+  const recorder = await context.run(Effect.map(Rollout.Current, (current) => current.recorder))
+  if (Exit.isFailure(recorder)) return failureResponse(recorder.cause)
+  const stored = recorder.value.responses
+  const found = stored.get(id)
+  if (found === undefined) return notFound(id)
+  if (match[2] !== undefined) {
+    if (method !== "GET") return errorResponse(405, `${method} ${route} is not served`, "invalid_request_error")
+    const page = inputItemsPage(found.inputItems, {
+      after: query.get("after") ?? undefined,
+      limit: query.get("limit") ?? undefined,
+      order: query.get("order") ?? undefined
+    })
+    return Either.isLeft(page) ? refused(page.left) : json(200, page.right)
+  }
+  if (method === "GET") return json(200, found.response)
+  if (method === "DELETE") {
+    stored.delete(id)
+    return json(200, { id, object: "response", deleted: true })
+  }
+  return errorResponse(405, `${method} ${route} is not served`, "invalid_request_error")
+}

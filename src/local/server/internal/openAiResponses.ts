@@ -20,15 +20,10 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { ChatCompletionRequest } from "../../../api/ChatCompletion.js"
-import {
-  type InputItemList,
-  type Response,
-  ResponseCreateRequest,
-  type ResponseStreamEvent,
-  type StoredInputItem
-} from "../../../api/Responses.js"
+import { type Response, ResponseCreateRequest } from "../../../api/Responses.js"
 import {
   chatRequestOf,
+  inputItemsPage,
   newResponseId,
   ResponseEvents,
   type ResponseMeta,
@@ -37,6 +32,7 @@ import {
   responseOf,
   responsesMessageOf,
   responsesParamOf,
+  sseOf,
   storedInputItemsOf
 } from "../../../api/ResponsesChat.js"
 import { EngineError } from "../../engine/EngineError.js"
@@ -111,8 +107,6 @@ const referencedItems = (
   })
 
 const translationError = (error: ResponsesRequestError) => invalidRequest(error.message, error.param)
-
-const sseOf = (event: ResponseStreamEvent) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
 
 const streamErrorMessage = (error: unknown) =>
   error instanceof EngineError ? error.message : "Internal Server Error: the response could not be completed"
@@ -244,29 +238,9 @@ export const listInputItems = ({
   }
 }) =>
   Effect.gen(function* () {
-    const limit = urlParams.limit === undefined ? 20 : Number(urlParams.limit)
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-      return invalidRequest(`limit must be a whole number from 1 to 100, got '${urlParams.limit}'`, "limit")
-    }
-    const order = urlParams.order ?? "desc"
-    if (order !== "asc" && order !== "desc") return invalidRequest(`order must be asc or desc, got '${order}'`, "order")
     const stored = yield* Effect.flatMap(StoredResponses, (store) => store.get(path.response_id))
     if (Option.isNone(stored)) return notFound(path.response_id)
-    const all: Array<StoredInputItem> = [...stored.value.inputItems]
-    if (order === "desc") all.reverse()
-    let from = 0
-    if (urlParams.after !== undefined) {
-      const at = all.findIndex((item) => item.id === urlParams.after)
-      if (at === -1) return invalidRequest(`after names no input item of this response: '${urlParams.after}'`, "after")
-      from = at + 1
-    }
-    const data = all.slice(from, from + limit)
-    const page: InputItemList = {
-      object: "list",
-      data,
-      first_id: data[0]?.id ?? null,
-      last_id: data.at(-1)?.id ?? null,
-      has_more: from + limit < all.length
-    }
-    return HttpServerResponse.unsafeJson(page)
+    const page = inputItemsPage(stored.value.inputItems, urlParams)
+    if (Either.isLeft(page)) return translationError(page.left)
+    return HttpServerResponse.unsafeJson(page.right)
   })
