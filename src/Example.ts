@@ -137,11 +137,11 @@ export const bestStep = (summary: Summary): number | undefined => {
   return best?.step
 }
 
-const hostedHelp = (name: string) => `To run the same loop against the hosted service:
+const hostedHelp = (command: string) => `To run the same loop against the hosted service:
   export WANDB_API_KEY=<your key>                      # the hosted service is used when this is set
   export EFFECT_RL_BASE_MODEL=OpenPipe/Qwen3-14B-Instruct  # a base model it trains (effect-rl base-models)
   # optional: EFFECT_RL_TRAINING_URL, EFFECT_RL_INFERENCE_URL (default: the hosted services)
-  npx effect-rl train ${name}`
+  npx ${command}`
 
 /** Options of {@link run}. */
 export interface RunOptions extends TrainOptions {
@@ -156,6 +156,8 @@ export interface RunOptions extends TrainOptions {
   readonly keepServing?: boolean | undefined
   /** Run the rollouts on this cluster's runners (its storage URL; see `RolloutCluster`); default: in-process. */
   readonly cluster?: string | undefined
+  /** The command that runs this loop again, for the report's hosted-service advice (default `effect-rl train <name>`). */
+  readonly command?: string | undefined
 }
 
 /** An example that cannot run on a cluster was asked to (it lists no agents). */
@@ -226,7 +228,7 @@ export const run = <E>(
     yield* Console.log(`\nreward per step (mean over the step's rollouts):\n${chart(rows)}`)
     yield* Console.log(`\nbest checkpoint: ${bestName}`)
     yield* Console.log(`latest checkpoint: ${artifactName(model, outcome.summary.finalStep)}`)
-    yield* Console.log(`\n${hostedHelp(example.name)}\n`)
+    yield* Console.log(`\n${hostedHelp(options.command ?? `effect-rl train ${example.name}`)}\n`)
     yield* Console.log(`summary: ${JSON.stringify(summaryLine(outcome, seconds, bestName))}`)
     if (Option.isSome(local) && options.keepServing === true) {
       const link = yield* local.value.signInLink

@@ -10,6 +10,9 @@
  *   them) on the hosted service when `WANDB_API_KEY` is set, else on the embedded backend started in-process,
  *   printing its dashboard's address (and, in a terminal, keeping it up after the run until Ctrl-C); with
  *   `--cluster`, its rollouts run on that cluster's runners
+ * - `effect-rl train-agent "<command>" --scenarios <file.jsonl> [--steps <n>] [--group-size <n>] [--base-model <id>]
+ *   [--project <p>] [--model <name>] [--data-dir <dir>] [--concurrency <n>] [--reward <module>] [--timeout <s>]`:
+ *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses
  * - `effect-rl runner --cluster <url> [--agents <module>] [--host <h>] [--port <n>] [--listen-host <h>]
  *   [--capacity <n>]`: a runner of a rollout cluster (`RolloutCluster`), registering the agents of a module
  *   (default: the examples'), calling the backend the environment names (as `health` does)
@@ -300,11 +303,66 @@ const runner = Command.make(
     })
 ).pipe(Command.withDescription("a runner of a rollout cluster: runs the rollouts a training loop sends it"))
 
+const trainAgent = Command.make(
+  "train-agent",
+  {
+    command: Args.text({ name: "command" }).pipe(
+      Args.withDescription("the agent's command line (run with sh -c), quoted as one argument")
+    ),
+    scenarios: Options.text("scenarios").pipe(Options.withDescription("a JSONL file: one scenario (JSON) per line")),
+    steps: positive("steps", "training steps (default 5)"),
+    groupSize: positive("group-size", "rollouts per scenario and step (default 8)"),
+    baseModel: Options.text("base-model").pipe(
+      Options.withDescription("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)"),
+      Options.optional
+    ),
+    project: Options.text("project").pipe(
+      Options.withDescription("the project of the trained model (default agents)"),
+      Options.optional
+    ),
+    model: Options.text("model").pipe(Options.withDescription("the trained model's name"), Options.optional),
+    dataDir: Options.text("data-dir").pipe(
+      Options.withDescription("keep the embedded backend's data here (default: a temporary directory)"),
+      Options.optional
+    ),
+    concurrency: positive("concurrency", "agent processes running at once (default 16)"),
+    reward: Options.file("reward", { exists: "yes" }).pipe(
+      Options.withDescription(
+        "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
+      ),
+      Options.optional
+    ),
+    timeout: positive("timeout", "seconds one run of the agent may take (default: no limit)")
+  },
+  (flags) =>
+    Effect.flatMap(
+      Effect.promise(() => import("./trainAgent.js")),
+      (implementation) =>
+        implementation.trainAgent({
+          command: flags.command,
+          scenarios: flags.scenarios,
+          steps: Option.getOrUndefined(flags.steps),
+          groupSize: Option.getOrUndefined(flags.groupSize),
+          baseModel: Option.getOrUndefined(flags.baseModel),
+          project: Option.getOrUndefined(flags.project),
+          model: Option.getOrUndefined(flags.model),
+          dataDir: Option.getOrUndefined(flags.dataDir),
+          concurrency: Option.getOrUndefined(flags.concurrency),
+          reward: Option.getOrUndefined(flags.reward),
+          timeout: Option.getOrUndefined(flags.timeout)
+        })
+    )
+).pipe(
+  Command.withDescription(
+    "train an agent that runs as its own process (any language): its OpenAI requests are recorded through a rollout gateway"
+  )
+)
+
 const root = Command.make("effect-rl", {}, () =>
   Console.log(
-    `effect-rl ${version}: health, models, base-models, train, serve, runner\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
+    `effect-rl ${version}: health, models, base-models, train, train-agent, serve, runner\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
   )
-).pipe(Command.withSubcommands([health, models, baseModels, train, serve, runner]))
+).pipe(Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, runner]))
 
 const cli = Command.run(root, { name: "effect-rl", version })
 
@@ -329,7 +387,12 @@ const VALUED = new Set([
   "--cluster",
   "--agents",
   "--listen-host",
-  "--capacity"
+  "--capacity",
+  "--scenarios",
+  "--group-size",
+  "--concurrency",
+  "--reward",
+  "--timeout"
 ])
 
 const missingValue = (args: ReadonlyArray<string>): string | undefined =>

@@ -210,6 +210,7 @@ describe("RolloutGateway", () => {
           const entries = viaGateway.trajectory.messages_and_choices
           expect(entryKinds(entries)).toEqual(["system", "user", "choice", "tool", "choice"])
           const call = entries.filter(isChoice)[0]!.message.tool_calls![0]!
+          if (!("function" in call)) throw new Error("expected a function call")
           const { a, b } = JSON.parse(call.function.arguments) as { a: number; b: number }
           const viaChat = yield* toolTurnsByHand(policy, {
             system: SYSTEM,
@@ -262,7 +263,7 @@ describe("RolloutGateway", () => {
         expect(entryKinds(entries)).toEqual(["user", "assistant", "user", "choice"])
         expect(entries.filter(isChoice).map((c) => c.message.content)).toEqual(["mine"])
         expect(finished.trajectory.additional_histories).toBeUndefined()
-        expect(finished.trajectory.metrics.completions).toBe(1)
+        expect(finished.trajectory.metrics?.completions).toBe(1)
       })
     )
   })

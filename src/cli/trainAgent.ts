@@ -1,0 +1,145 @@
+/**
+ * `effect-rl train-agent "<command>" --scenarios <file.jsonl>`: trains an agent that runs as its own process,
+ * unchanged. Each step runs the command once per scenario line and group member (`ExternalAgent.command`)
+ * with `OPENAI_BASE_URL` and `OPENAI_API_KEY` set to its rollout's endpoint on a `RolloutGateway`, the
+ * scenario as JSON on its stdin and in `EFFECT_RL_SCENARIO`; the reward is the agent's report (its last stdout
+ * line `{"reward": <number>, "metrics": {...}}`) unless `--reward` names a module that scores the recorded
+ * trajectory. Runs on the backend `effect-rl train` uses (the hosted service when `WANDB_API_KEY` is set, else
+ * the embedded backend) and prints the same report, ending with the `summary: {...}` line. Loaded by the
+ * command only when `train-agent` runs.
+ *
+ * @since 0.1.0
+ */
+import { readFile } from "node:fs/promises"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+import * as Effect from "effect/Effect"
+import * as Example from "../Example.js"
+import * as ExternalAgent from "../workflow/ExternalAgent.js"
+import * as Policy from "../workflow/Policy.js"
+import type { Reward, Score } from "../workflow/Reward.js"
+import * as RolloutGateway from "../workflow/RolloutGateway.js"
+import * as TrainingLoop from "../workflow/TrainingLoop.js"
+import { type CliFailure, failed, usage } from "./failure.js"
+
+/** The flags of `train-agent`, validated. */
+export interface TrainAgentFlags {
+  readonly command: string
+  readonly scenarios: string
+  readonly steps: number | undefined
+  readonly groupSize: number | undefined
+  readonly baseModel: string | undefined
+  readonly project: string | undefined
+  readonly model: string | undefined
+  readonly dataDir: string | undefined
+  readonly concurrency: number | undefined
+  readonly reward: string | undefined
+  readonly timeout: number | undefined
+}
+
+/** The defaults: steps, rollouts per scenario, rollouts in flight. */
+export const DEFAULTS = { steps: 5, groupSize: 8, concurrency: 16 } as const
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+/** The scenarios of a JSONL file: one JSON value per non-blank line. */
+export const readScenarios = (path: string) =>
+  Effect.gen(function* () {
+    const text = yield* Effect.tryPromise({
+      try: () => readFile(path, "utf8"),
+      catch: (error) => usage(`cannot read the scenarios file ${path}: ${errorText(error)}`)
+    })
+    const scenarios: Array<unknown> = []
+    for (const [i, line] of text.split("\n").entries()) {
+      if (line.trim() === "") continue
+      scenarios.push(
+        yield* Effect.try({
+          try: () => JSON.parse(line) as unknown,
+          catch: (error) => usage(`line ${i + 1} of ${path} is not JSON: ${errorText(error)}`)
+        })
+      )
+    }
+    if (scenarios.length === 0) return yield* usage(`the scenarios file ${path} has no scenarios (one JSON per line)`)
+    return scenarios
+  })
+
+type Scoring = (input: {
+  readonly scenario: unknown
+  readonly value: ExternalAgent.Outcome
+  readonly trajectory: unknown
+}) => unknown
+
+/**
+ * The reward a module exports (`reward`, else its default export): a function of `{scenario, value,
+ * trajectory}` (`value.report` is the agent's report) giving a number or `{reward, metrics}`, directly, as a
+ * Promise or as an Effect.
+ */
+export const loadReward = (path: string) =>
+  Effect.gen(function* () {
+    const module = yield* Effect.tryPromise({
+      try: () => import(pathToFileURL(resolve(path)).href) as Promise<Record<string, unknown>>,
+      catch: (error) => usage(`cannot load the reward module ${path}: ${errorText(error)}`)
+    })
+    const score = (module.reward ?? module.default) as Scoring | undefined
+    if (typeof score !== "function") {
+      return yield* usage(`the reward module ${path} exports no reward function (export \`reward\` or a default)`)
+    }
+    const reward: Reward<unknown, ExternalAgent.Outcome, CliFailure> = (input) =>
+      Effect.suspend(() => {
+        const result = score(input)
+        return Effect.isEffect(result)
+          ? (result as Effect.Effect<Score, CliFailure>)
+          : Effect.tryPromise({
+              try: () => Promise.resolve(result as Score | Promise<Score>),
+              catch: (error) => failed(`the reward module ${path} failed: ${errorText(error)}`)
+            })
+      })
+    return reward
+  })
+
+/** Runs `train-agent` with `flags`: the loop, its report and the summary line. */
+export const trainAgent = (flags: TrainAgentFlags) =>
+  Effect.gen(function* () {
+    const scenarios = yield* readScenarios(flags.scenarios)
+    const reward: Reward<unknown, ExternalAgent.Outcome, ExternalAgent.ExternalAgentError | CliFailure> =
+      flags.reward === undefined ? ExternalAgent.reportedReward : yield* loadReward(flags.reward)
+    const agent = ExternalAgent.command<unknown>(flags.command)
+    const groupSize = flags.groupSize ?? DEFAULTS.groupSize
+    const example: Example.Example<unknown> = {
+      name: "agent",
+      description:
+        `The agent \`${flags.command}\` on ${scenarios.length} scenario(s) of ${flags.scenarios}, ${groupSize} ` +
+        `rollouts each per step, its turns recorded through a rollout gateway; reward: ${
+          flags.reward === undefined ? "the agent's report" : `the module ${flags.reward}`
+        }.`,
+      train: (options) =>
+        Effect.gen(function* () {
+          const policy = yield* Policy.trainable({
+            project: flags.project ?? "agents",
+            name: Example.modelNameOf("agent", options),
+            base_model: Example.baseModelOf(options)
+          })
+          const summary = yield* TrainingLoop.run({
+            policy,
+            scenarios,
+            rollout: ExternalAgent.rollout(agent, {
+              ...(flags.timeout === undefined ? {} : { timeout: `${flags.timeout} seconds` })
+            }),
+            reward,
+            groupsPerStep: scenarios.length,
+            rolloutsPerGroup: groupSize,
+            steps: options.steps ?? DEFAULTS.steps,
+            gather: { concurrency: flags.concurrency ?? DEFAULTS.concurrency }
+          }).pipe(Effect.provide(RolloutGateway.layer()))
+          return { summary, policy }
+        })
+    }
+    const quoted = `'${flags.command.replace(/'/g, `'\\''`)}'`
+    return yield* Example.run(example, {
+      ...(flags.steps === undefined ? {} : { steps: flags.steps }),
+      baseModel: flags.baseModel,
+      modelName: flags.model,
+      ...(flags.dataDir === undefined ? {} : { local: { dataDir: resolve(flags.dataDir) } }),
+      command: `effect-rl train-agent ${quoted} --scenarios ${flags.scenarios}`
+    })
+  })

@@ -1,0 +1,109 @@
+/**
+ * `effect-rl train-agent` as a user runs it, on the embedded backend: the Python agent (standard library) learns
+ * the `minimal` example's task, the Node agent (the `openai` SDK) runs end to end, each ending with the summary
+ * line; a failing agent is one sentence with its exit code and the end of its stderr (exit code 1); a
+ * scenarios file that is not JSONL is refused (exit code 2).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+
+const root = new URL("../../", import.meta.url).pathname
+const dir = mkdtempSync(join(tmpdir(), "effect-rl-train-agent-"))
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Runs `effect-rl train-agent` from source, on the embedded backend, to its end. */
+const trainAgent = async (args: ReadonlyArray<string>) => {
+  const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "train-agent", ...args], {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  children.push(child)
+  let out = ""
+  child.stdout.on("data", (chunk) => {
+    out += chunk
+  })
+  child.stderr.on("data", (chunk) => {
+    out += chunk
+  })
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
+  return { code, out }
+}
+
+interface Summary {
+  readonly steps: number
+  readonly first_reward: number
+  readonly last3_reward: number
+  readonly model: string
+}
+
+const summaryOf = (out: string): Summary => {
+  const line = out.split("\n").find((l) => l.startsWith("summary: "))
+  if (line === undefined) throw new Error(`no summary line in:\n${out}`)
+  return JSON.parse(line.slice("summary: ".length)) as Summary
+}
+
+const scenarios = join(root, "examples/agents/scenarios.jsonl")
+
+describe("effect-rl train-agent", () => {
+  it("trains the Python agent: the reward rises as minimal's does", async () => {
+    const run = await trainAgent([
+      `python3 ${join(root, "examples/agents/python/agent.py")}`,
+      "--scenarios",
+      scenarios,
+      "--steps",
+      "4",
+      "--project",
+      "agents-test"
+    ])
+    expect(run.code, run.out).toBe(0)
+    const summary = summaryOf(run.out)
+    expect(summary.steps).toBe(4)
+    expect(summary.model).toMatch(/^wandb-artifact:\/\/\/local\/agents-test\/agent-\d+:step\d$/)
+    // The untrained policy answers "yes" about half the time; three trained steps later, mostly.
+    expect(summary.last3_reward).toBeGreaterThan(summary.first_reward)
+    expect(summary.last3_reward).toBeGreaterThan(0.7)
+    expect(run.out).toContain("npx effect-rl train-agent 'python3 ")
+  }, 120_000)
+
+  it("runs the Node agent (the openai SDK) end to end", async () => {
+    const run = await trainAgent([
+      `node ${join(root, "examples/agents/node/agent.mjs")}`,
+      "--scenarios",
+      scenarios,
+      "--steps",
+      "1",
+      "--group-size",
+      "4"
+    ])
+    expect(run.code, run.out).toBe(0)
+    const summary = summaryOf(run.out)
+    expect(summary.steps).toBe(1)
+    expect(summary.first_reward).toBeGreaterThanOrEqual(0)
+  }, 120_000)
+
+  it("a failing agent is one sentence with its exit code and stderr; bad scenarios are refused", async () => {
+    const bad = join(dir, "bad.jsonl")
+    writeFileSync(bad, '{"question": "ok"}\n{not json\n')
+    const [failing, refused] = await Promise.all([
+      trainAgent(["python3 -c 'import sys; sys.exit(\"the agent broke\")'", "--scenarios", scenarios, "--steps", "1"]),
+      trainAgent(["python3 agent.py", "--scenarios", bad])
+    ])
+    expect(failing.code, failing.out).toBe(1)
+    expect(failing.out).toMatch(
+      /effect-rl train-agent: .*the agent command python3 exited with code 1[\s\S]*the agent broke/
+    )
+    expect(failing.out).not.toMatch(/\n\s+at /)
+    expect(failing.out).not.toContain("summary:")
+    expect(refused.code, refused.out).toBe(2)
+    expect(refused.out).toContain(`effect-rl train-agent: line 2 of ${bad} is not JSON`)
+  }, 120_000)
+})
