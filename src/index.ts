@@ -46,6 +46,8 @@ export * as TrainingClient from "./client/TrainingClient.js"
 export * as Example from "./Example.js"
 /** The embedded local backend started in-process (its URL, key and data directory). */
 export * as LocalBackend from "./LocalBackend.js"
+/** Agents outside the process (a function, an HTTP service, a command) run as rollouts through the gateway. */
+export * as ExternalAgent from "./workflow/ExternalAgent.js"
 /** Gathering groups of rollouts over scenarios, concurrently, with failures counted. */
 export * as Gather from "./workflow/Gather.js"
 /** The client-side metrics of a set of trajectory groups. */
@@ -56,10 +58,12 @@ export * as Policy from "./workflow/Policy.js"
 export * as Reward from "./workflow/Reward.js"
 /** Rollouts: agent code talking to a policy, recorded into a trajectory. */
 export * as Rollout from "./workflow/Rollout.js"
-/** The running rollout's `fetch` and HTTP handler: chat completions and Responses, recorded, for any SDK. */
-export * as RolloutFetch from "./workflow/RolloutFetch.js"
 /** An agent by name (rollout, reward, wire schemas), for runners of `effect-rl/RolloutCluster`. */
 export * as RolloutAgent from "./workflow/RolloutAgent.js"
+/** The running rollout's `fetch` and HTTP handler: chat completions and Responses, recorded, for any SDK. */
+export * as RolloutFetch from "./workflow/RolloutFetch.js"
+/** One HTTP listener giving each running rollout its own OpenAI endpoint and key, for agents in other processes. */
+export * as RolloutGateway from "./workflow/RolloutGateway.js"
 /** Where SFT training data (JSONL) is written for the backend to read. */
 export * as SftData from "./workflow/SftData.js"
 /** The durable record of the training jobs a loop submitted, per model and step. */

@@ -215,8 +215,12 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
     }
     const model = body !== undefined && entry.fixed.size > 0 ? modelOf(body) : undefined
     const handle = (model === undefined ? undefined : entry.fixed.get(model)) ?? entry.handler
+    // One signal per request: aborted when the agent hangs up or the rollout ends.
     const aborted = new AbortController()
+    const abort = () => aborted.abort()
+    entry.controller.signal.addEventListener("abort", abort, { once: true })
     res.once("close", () => {
+      entry.controller.signal.removeEventListener("abort", abort)
       if (!res.writableFinished) aborted.abort()
     })
     const headers = new Headers()
@@ -228,7 +232,7 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
       method,
       headers,
       ...(body === undefined ? {} : { body }),
-      signal: AbortSignal.any([aborted.signal, entry.controller.signal])
+      signal: aborted.signal
     })
     try {
       return await handle(request)
