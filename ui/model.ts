@@ -1,6 +1,7 @@
 /**
- * A model's page: reward and validation reward per step (from the logged groups), the training metrics per
- * gradient step, its steps, checkpoints and jobs with their events; kept current by the live stream.
+ * A model's page: reward per step (and validation reward, when there is any), the agents' own metrics per step
+ * (one small chart each: the mean over the step's trajectories), what the rollouts measured, the training
+ * metrics per gradient step, its steps, checkpoints and jobs with their events; kept current by the live stream.
  */
 import { useEffect, useState } from "preact/hooks"
 import { follow, get } from "./api.js"
@@ -18,6 +19,39 @@ const perStep = (logs: ReadonlyArray<LogPoint>, split: string, steps: ReadonlyAr
   }
   return steps.map((step) => last.get(step) ?? null)
 }
+
+const TRAIN_COLOR = "#2563eb"
+const VAL_COLOR = "#db2777"
+
+/**
+ * A metric's series per step, `train` and `val`, each only when some entry of its split has the metric (no
+ * empty series, and no legend for one); `train` when neither has.
+ */
+const splitSeries = (logs: ReadonlyArray<LogPoint>, steps: ReadonlyArray<number>, metric: string) => {
+  const has = (split: string) => logs.some((log) => log.split === split && log.metrics[metric] !== undefined)
+  const train = { label: `train ${metric}`, color: TRAIN_COLOR, values: perStep(logs, "train", steps, metric) }
+  const val = { label: `val ${metric}`, color: VAL_COLOR, values: perStep(logs, "val", steps, metric) }
+  const shown = [...(has("train") ? [train] : []), ...(has("val") ? [val] : [])]
+  return shown.length === 0 ? [train] : shown
+}
+
+/** One small chart per metric, train and (when logged) val, per step. */
+const PerStep = ({
+  logs,
+  steps,
+  names
+}: {
+  readonly logs: ReadonlyArray<LogPoint>
+  readonly steps: ReadonlyArray<number>
+  readonly names: ReadonlyArray<string>
+}) =>
+  html`<div class="grid small">
+    ${names.map(
+      (name) =>
+        html`<${Chart} key=${name} id=${`metric:${name}`} title=${name} xLabel="step" xs=${steps} height=${140}
+          series=${splitSeries(logs, steps, name)} />`
+    )}
+  </div>`
 
 const TRAINING = [
   ["loss", "Loss", "#c2410c"],
@@ -96,8 +130,8 @@ const Steps = ({ logs }: { readonly logs: ReadonlyArray<LogPoint> }) => {
             <td class="n">${num(log.metrics.reward_std_dev)}</td>
             <td class="n">${log.metrics.num_trajectories ?? "—"}</td>
             <td>
-              <a href=${`#/logs/${log.id}`}>all</a> ·
-              <a href=${`#/logs/${log.id}?sort=reward_desc`}>best</a> ·
+              <a href=${`#/logs/${log.id}`}>all</a>${" · "}
+              <a href=${`#/logs/${log.id}?sort=reward_desc`}>best</a>${" · "}
               <a href=${`#/logs/${log.id}?sort=reward_asc`}>worst</a>
             </td>
           </tr>`
@@ -126,7 +160,8 @@ export const Model = ({ id }: { readonly id: string }) => {
   }, [id])
   if (error !== null) return html`<p class="error" role="alert">${error}</p>`
   if (overview === null) return html`<p class="muted">Loading…</p>`
-  const { model, logs, gradient_steps: gradients, checkpoints, jobs } = overview
+  const { model, logs, agent_metrics: agentMetrics, rollout_metrics: rolloutMetrics } = overview
+  const { gradient_steps: gradients, checkpoints, jobs } = overview
   const steps = [...new Set(logs.map((l) => l.step))].sort((a, b) => a - b)
   const gradientXs = gradients.map((_, i) => i + 1)
   return html`<nav class="crumbs"><a href="#/">Projects</a> / ${model.entity}/${model.project}</nav>
@@ -139,11 +174,25 @@ export const Model = ({ id }: { readonly id: string }) => {
       <span class=${live ? "live on" : "live"} title="updated as training runs">${live ? "● live" : "○ connecting"}</span>
     </header>
     <section class="card">
-      <${Chart} id="reward" title="Reward per step" xLabel="step" xs=${steps} height=${260} series=${[
-        { label: "train reward", color: "#2563eb", values: perStep(logs, "train", steps, "reward") },
-        { label: "val reward", color: "#db2777", values: perStep(logs, "val", steps, "reward") }
-      ]} />
+      <${Chart} id="reward" title="Reward per step" xLabel="step" xs=${steps} height=${260}
+        series=${splitSeries(logs, steps, "reward")} />
     </section>
+    ${
+      agentMetrics.length === 0
+        ? null
+        : html`<section class="card agent-metrics">
+            <h2>The agent's metrics, per step <span class="muted">(mean over the step's trajectories)</span></h2>
+            <${PerStep} logs=${logs} steps=${steps} names=${agentMetrics} />
+          </section>`
+    }
+    ${
+      rolloutMetrics.length === 0
+        ? null
+        : html`<details class="card rollout-metrics">
+            <summary><h2>Rollouts, per step <span class="muted">(mean duration, completions and tokens)</span></h2></summary>
+            <${PerStep} logs=${logs} steps=${steps} names=${rolloutMetrics} />
+          </details>`
+    }
     <section class="card">
       <h2>Training, per gradient step</h2>
       <div class="grid">

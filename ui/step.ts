@@ -1,7 +1,8 @@
 /**
  * A step's page (one log entry): its groups' reward spread, its trajectories a page at a time (sortable by
  * reward; arrow keys move through them), and the chosen one as a conversation, with a link to its rollout's
- * trace when the loop was traced.
+ * trace when the loop was traced. A new sort keeps the chosen trajectory (shown, and marked in the list when
+ * it is on the first page of the new order); the first one is chosen only when none is.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { get } from "./api.js"
@@ -74,6 +75,11 @@ export const Step = ({ logId, query }: { readonly logId: string; readonly query:
     return () => abort.abort()
   }, [logId, sort, offset])
 
+  // The chosen trajectory in view when a page (a new sort, say) shows it.
+  useEffect(() => {
+    list.current?.querySelector(".item.chosen")?.scrollIntoView({ block: "nearest" })
+  }, [page])
+
   useEffect(() => {
     if (chosen === null) return
     const abort = new AbortController()
@@ -102,7 +108,7 @@ export const Step = ({ logId, query }: { readonly logId: string; readonly query:
   }
   const { log } = page
   const last = Math.min(offset + PAGE, page.total)
-  return html`<nav class="crumbs"><a href="#/">Projects</a> / <a href=${`#/models/${log.model_id}`}>model</a> / step ${log.step}</nav>
+  return html`<nav class="crumbs"><a href="#/">Projects</a> / <a href=${`#/models/${log.model_id}`}>${log.model_name}</a> / step ${log.step}</nav>
     <header class="title">
       <h1>Step ${log.step} <span class="muted">(${log.split})</span></h1>
       <span>mean reward <strong>${num(log.metrics.reward)}</strong></span>
@@ -116,7 +122,6 @@ export const Step = ({ logId, query }: { readonly logId: string; readonly query:
           <label>Sort <select value=${sort} onChange=${(e: Event) => {
             setSort((e.target as HTMLSelectElement).value)
             setOffset(0)
-            setChosen(null)
           }}>${SORTS.map(([value, label]) => html`<option value=${value}>${label}</option>`)}</select></label>
           <span class="muted">${page.total === 0 ? 0 : offset + 1}–${last} of ${page.total}</span>
           <button disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - PAGE))}>‹ Prev</button>

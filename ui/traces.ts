@@ -65,7 +65,8 @@ export const TraceProjects = () => {
   return html`<h1>Traces</h1>
     ${
       projects.length === 0
-        ? html`<p class="empty">No traces yet: trace a loop into this server (<code>Tracing.layer</code>, or
+        ? // htm drops a text's leading or trailing whitespace that holds a line break: the space is a value.
+          html`<p class="empty">No traces yet: trace a loop into this server (<code>Tracing.layer</code>, or${" "}
             <code>effect-rl train minimal --trace my-team/minimal</code>).</p>`
         : html`<section class="card"><div class="scroll-x"><table class="trace-projects">
           <thead><tr><th>Project</th><th class="n">Traces</th><th class="n">Calls</th><th>Latest call</th></tr></thead>

@@ -15,6 +15,7 @@ export type {
   ModelSummary,
   ModelUsage,
   Overview,
+  StepLog,
   TraceProject,
   TraceRoot,
   TraceTree,

@@ -45,7 +45,22 @@ describe("dashboard reads", () => {
           split: "train",
           trajectory_groups: [{ trajectories: [trajectory(0.2), trajectory(0.9), trajectory(0.5)] }]
         })
-        yield* c.log(model.id, { split: "val", trajectory_groups: [{ trajectories: [trajectory(1)] }] })
+        // A val step whose trajectories carry what a rollout measures of itself, beside the agent's own metric,
+        // and a group metric; and one metric named like a computed one (the computed value wins).
+        yield* c.log(model.id, {
+          split: "val",
+          trajectory_groups: [
+            {
+              trajectories: [
+                {
+                  ...trajectory(1),
+                  metrics: { correct: true, right_tool: 0.5, duration_seconds: 2, prompt_tokens: 30, reward: 7 }
+                }
+              ],
+              metrics: { solved: 1 }
+            }
+          ]
+        })
 
         const list = yield* send("GET", "/v1/local/models")
         expect(list.status).toBe(200)
@@ -58,11 +73,18 @@ describe("dashboard reads", () => {
         const body = overview.json as { logs: ReadonlyArray<{ id: string; split: string; metrics: unknown }> }
         expect(body.logs.map((l) => l.split)).toEqual(["train", "val"])
         expect(body.logs[0]?.metrics).toEqual(logged?.metrics)
+        // The agent's own metrics (in the order first logged) apart from those computed and those measured.
+        const names = overview.json as { agent_metrics: ReadonlyArray<string>; rollout_metrics: ReadonlyArray<string> }
+        expect(names.agent_metrics).toEqual(["correct", "right_tool", "group_solved"])
+        expect(names.rollout_metrics).toEqual(["duration_seconds", "prompt_tokens"])
+        expect(body.logs[1]?.metrics).toMatchObject({ correct: 1, right_tool: 0.5, group_solved: 1, reward: 1 })
 
         const logId = body.logs[0]!.id
         const sorted = yield* send("GET", `/v1/local/logs/${logId}/trajectories?sort=reward_desc&limit=2`)
         const page = sorted.json as Page
         expect(page.total).toBe(3)
+        // The step page's trail names the model.
+        expect((sorted.json as { log: unknown }).log).toMatchObject({ model_id: model.id, model_name: "overview" })
         expect(page.data.map((t) => t.reward)).toEqual([0.9, 0.5])
         expect(page.data[0]).toMatchObject({ group: 0, index: 1, tool_calls: 1, preview: "answer 0.9" })
         expect(page.groups[0]).toMatchObject({ size: 3, min: 0.2, max: 0.9 })

@@ -20,6 +20,31 @@ import type { TrajectoryGroup } from "../Trajectory.js"
 /** Metrics by name: finite numbers. */
 export type Metrics = Record<string, number>
 
+/**
+ * The names {@link compute} gives of its own (beside the trajectories' metrics and the `group_` means of the
+ * groups' metrics); a trajectory metric of one of these names is shadowed.
+ */
+export const COMPUTED: ReadonlySet<string> = new Set([
+  "reward",
+  "reward_std_dev",
+  "exception_rate",
+  "num_scenarios",
+  "num_trajectories",
+  "num_groups_submitted",
+  "num_groups_trainable"
+])
+
+/**
+ * The metrics a rollout measures of itself (`Rollout.run` records them in every trajectory beside the agent's
+ * own): its duration, completions and tokens.
+ */
+export const MEASURED: ReadonlySet<string> = new Set([
+  "duration_seconds",
+  "completions",
+  "prompt_tokens",
+  "completion_tokens"
+])
+
 /** The mean of some numbers, or `undefined` for none. */
 export const mean = (values: ReadonlyArray<number>): number | undefined =>
   values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length

@@ -6,16 +6,19 @@
  *
  * - `GET /v1/local/models`: `{data: [...]}`, every model with `latest_step`, `last_reward`,
  *   `last_val_reward` (the last logged `train` and `val` rewards), `job_status` (its latest job's) and `jobs`.
- * - `GET /v1/local/models/{model_id}/overview`: `{model, logs, gradient_steps, checkpoints, jobs}`: every log
- *   entry (`id, split, step, metrics` as the log endpoint stored them), every `gradient_step` event of the
- *   model's jobs (`job_id, index, metrics`), the checkpoints (`deleted: true` for the steps a job made that
- *   retention deleted since) and the jobs (their events are the training surface's events endpoint).
+ * - `GET /v1/local/models/{model_id}/overview`: `{model, logs, agent_metrics, rollout_metrics, gradient_steps,
+ *   checkpoints, jobs}`: every log entry (`id, split, step, metrics` as the log endpoint stored them), the names
+ *   among those metrics that are the agents' own (the trajectories' metrics, each a mean over the entry's
+ *   trajectories, and `group_<name>` of the groups') and those the rollouts measured (duration, completions,
+ *   tokens), in the order they first appear, every `gradient_step` event of the model's jobs (`job_id, index,
+ *   metrics`), the checkpoints (`deleted: true` for the steps a job made that retention deleted since) and the
+ *   jobs (their events are the training surface's events endpoint).
  * - `GET /v1/local/models/{model_id}/live`: `text/event-stream`; an `overview` event (data: the overview
  *   above) at once and whenever it changes, a comment line every 15 s, closed after 10 minutes (reconnect).
  *   Read it with `fetch` and the `Authorization` header (`EventSource` cannot send one).
  * - `GET /v1/local/logs/{log_id}/trajectories?limit=&cursor=&sort=`: a page of a log entry's trajectories,
- *   `{log, total, data, next_cursor, groups}`: each row `group, index, reward, metrics, turns, tool_calls,
- *   preview` (no messages), at most `limit` (1 to 200, default 50) of them; `cursor` is the `next_cursor` of
+ *   `{log, total, data, next_cursor, groups}`: `log` with its model's `model_id` and `model_name`; each row
+ *   `group, index, reward, metrics, turns, tool_calls, preview` (no messages), at most `limit` (1 to 200, default 50) of them; `cursor` is the `next_cursor` of
  *   the page before (null on the last page); `sort` is `reward_desc`, `reward_asc` or `position` (default);
  *   `groups` is each group's reward spread (`size, mean, min, max, std`).
  * - `GET /v1/local/logs/{log_id}/trajectories/{group}/{index}`: `{log, trajectory}`, the trajectory as logged

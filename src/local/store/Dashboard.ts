@@ -12,6 +12,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import { COMPUTED, MEASURED } from "../../api/internal/metrics.js"
 import type {
   CheckpointPoint,
   GroupSpread,
@@ -20,6 +21,7 @@ import type {
   ModelSummary,
   Overview,
   Sort,
+  StepLog,
   TrajectoryPage,
   TrajectoryRow
 } from "./DashboardShapes.js"
@@ -108,9 +110,13 @@ export const overview = (modelId: string): Effect.Effect<Overview, StoreError, S
       .filter((step) => !kept.has(step))
       .map((step) => ({ step, deleted: true, metrics: {}, created_at: null }))
     const counters = new Map<string, number>()
+    const points = logs.map((log) => ({ ...log, metrics: metricsOf(log.metrics) }))
+    const names = [...new Set(points.flatMap((log) => Object.keys(log.metrics)))]
     return {
       model,
-      logs: logs.map((log) => ({ ...log, metrics: metricsOf(log.metrics) })),
+      logs: points,
+      agent_metrics: names.filter((name) => !COMPUTED.has(name) && !MEASURED.has(name)),
+      rollout_metrics: names.filter((name) => MEASURED.has(name)),
       gradient_steps: events.map((event) => {
         const index = counters.get(event.job_id) ?? 0
         counters.set(event.job_id, index + 1)
@@ -181,25 +187,29 @@ const readLog = (sql: SqlClient.SqlClient, logId: string) =>
     sql<{
       readonly id: string
       readonly model_id: string
+      readonly model_name: string
       readonly split: string
       readonly step: number
       readonly metrics: string
       readonly created_at: string
       readonly trajectory_groups: string
-    }>`SELECT id, model_id, split, step, metrics, created_at, trajectory_groups FROM logs WHERE id = ${logId}`,
+    }>`SELECT l.id, l.model_id, m.name AS model_name, l.split, l.step, l.metrics, l.created_at, l.trajectory_groups
+      FROM logs l JOIN models m ON m.id = l.model_id WHERE l.id = ${logId}`,
     (rows) => {
       const row = rows[0]
       if (row === undefined) return Effect.fail(notFound(`log entry ${logId} not found`))
       const groups = parseJson(row.trajectory_groups)
+      const log: StepLog = {
+        id: row.id,
+        model_id: row.model_id,
+        model_name: row.model_name,
+        split: row.split,
+        step: row.step,
+        metrics: metricsOf(row.metrics),
+        created_at: row.created_at
+      }
       return Effect.succeed({
-        log: {
-          id: row.id,
-          model_id: row.model_id,
-          split: row.split,
-          step: row.step,
-          metrics: metricsOf(row.metrics),
-          created_at: row.created_at
-        },
+        log,
         groups: (Array.isArray(groups) ? groups : []) as ReadonlyArray<Stored>
       })
     }

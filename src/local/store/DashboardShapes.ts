@@ -65,6 +65,13 @@ export interface JobSummary {
 export interface Overview {
   readonly model: ModelSummary
   readonly logs: ReadonlyArray<LogPoint>
+  /**
+   * The names of the agents' own metrics in the logs, in the order they first appear: the trajectories'
+   * metrics (each log entry holds their mean over its trajectories) and `group_<name>` for the groups'.
+   */
+  readonly agent_metrics: ReadonlyArray<string>
+  /** The names of the metrics the rollouts measured of themselves in the logs (duration, completions, tokens). */
+  readonly rollout_metrics: ReadonlyArray<string>
   readonly gradient_steps: ReadonlyArray<GradientPoint>
   readonly checkpoints: ReadonlyArray<CheckpointPoint>
   readonly jobs: ReadonlyArray<JobSummary>
@@ -95,9 +102,15 @@ export interface GroupSpread {
 /** The order of a trajectory page. */
 export type Sort = "reward_desc" | "reward_asc" | "position"
 
+/** A log entry with its model's id and name, as the step page shows it. */
+export interface StepLog extends LogPoint {
+  readonly model_id: string
+  readonly model_name: string
+}
+
 /** A page of a log entry's trajectories. */
 export interface TrajectoryPage {
-  readonly log: LogPoint & { readonly model_id: string }
+  readonly log: StepLog
   readonly total: number
   readonly data: ReadonlyArray<TrajectoryRow>
   /** The cursor of the next page, or null at the end. */
