@@ -5,7 +5,7 @@
  * scenarios file that is not JSONL is refused (exit code 2).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -18,12 +18,16 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-/** Runs `effect-rl train-agent` from source, on the embedded backend, to its end. */
-const trainAgent = async (args: ReadonlyArray<string>) => {
+/** Runs `effect-rl train-agent` from source, on the embedded backend, to its end (`started` sees it start). */
+const trainAgent = async (
+  args: ReadonlyArray<string>,
+  extraEnv: Readonly<Record<string, string>> = {},
+  started?: (child: ChildProcess, output: () => string) => void
+) => {
   const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
   const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "train-agent", ...args], {
     cwd: root,
-    env,
+    env: { ...env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"]
   })
   children.push(child)
@@ -34,7 +38,9 @@ const trainAgent = async (args: ReadonlyArray<string>) => {
   child.stderr.on("data", (chunk) => {
     out += chunk
   })
-  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
+  started?.(child, () => out)
+  const code = await exited
   return { code, out }
 }
 
@@ -52,6 +58,15 @@ const summaryOf = (out: string): Summary => {
 }
 
 const scenarios = join(root, "examples/agents/scenarios.jsonl")
+
+/** Whether a process runs (a zombie orphan, which PID 1 of a container may never reap, does not). */
+const alive = (pid: number) => {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return false
+  }
+}
 
 describe("effect-rl train-agent", () => {
   it("trains the Python agent: the reward rises as minimal's does", async () => {
@@ -105,5 +120,37 @@ describe("effect-rl train-agent", () => {
     expect(failing.out).not.toContain("summary:")
     expect(refused.code, refused.out).toBe(2)
     expect(refused.out).toContain(`effect-rl train-agent: line 2 of ${bad} is not JSON`)
+  }, 120_000)
+
+  it("Ctrl-C mid-step stops the command and leaves no agent process behind", async () => {
+    const one = join(dir, "one.jsonl")
+    writeFileSync(one, '{"question": "q"}\n')
+    const pidFile = join(dir, "pids.json")
+    let pids: ReadonlyArray<number> = []
+    const run = await trainAgent(
+      [`python3 ${join(root, "test/workflow/fixtures/external_agent.py")}`, "--scenarios", one, "--group-size", "1"],
+      // The agent ignores SIGTERM and leaves a grandchild: only the process group's SIGKILL ends both.
+      { MODE: "hang", PID_FILE: pidFile },
+      (child, output) => {
+        const started = Date.now()
+        const poll = setInterval(() => {
+          if (existsSync(pidFile)) {
+            clearInterval(poll)
+            pids = JSON.parse(readFileSync(pidFile, "utf8")) as ReadonlyArray<number>
+            child.kill("SIGINT")
+          } else if (Date.now() - started > 90_000) {
+            clearInterval(poll)
+            child.kill("SIGKILL")
+            throw new Error(`the agent never started:\n${output()}`)
+          }
+        }, 50)
+      }
+    )
+    expect(pids).toHaveLength(2)
+    // Interrupted, not failed (as `effect-rl train` on SIGINT).
+    expect(run.code === 0 || run.code === 130, run.out).toBe(true)
+    expect(run.out).not.toMatch(/\n\s+at |Error:/)
+    expect(run.out).not.toContain("summary:")
+    for (const pid of pids) expect(alive(pid)).toBe(false)
   }, 120_000)
 })
