@@ -204,6 +204,40 @@ describe("the Responses API of the embedded backend, through the openai SDK", ()
       })
     )
 
+    it.effect("stream with a required call: function_call_arguments deltas and done, the call in the response", () =>
+      Effect.gen(function* () {
+        const client = yield* sdk
+        const { events, final } = yield* run(async () => {
+          const stream = client.responses.stream({
+            model: MODEL,
+            input: "How much is a pear?",
+            tools: [lookup],
+            tool_choice: "required",
+            max_output_tokens: 160,
+            ...seeded(8)
+          })
+          const events: Array<ResponseStreamEvent> = []
+          for await (const event of stream) events.push(event)
+          return { events, final: await stream.finalResponse() }
+        })
+        expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
+        const calls = final.output.filter((item) => item.type === "function_call")
+        expect(calls.length).toBeGreaterThan(0)
+        for (const call of calls) {
+          if (call.type !== "function_call") continue
+          const deltas = events.flatMap((e) =>
+            e.type === "response.function_call_arguments.delta" && e.item_id === call.id ? [e.delta] : []
+          )
+          expect(deltas.join("")).toBe(call.arguments)
+          const done = events.find((e) => e.type === "response.function_call_arguments.done" && e.item_id === call.id)
+          expect(done).toMatchObject({ name: "lookup_price", arguments: call.arguments })
+          const added = events.find((e) => e.type === "response.output_item.added" && e.item.id === call.id)
+          expect(added).toMatchObject({ item: { type: "function_call", status: "in_progress", call_id: call.call_id } })
+        }
+        expect(events.at(-1)?.type).toBe("response.completed")
+      })
+    )
+
     it.effect("parse: json_schema output, constrained, parses", () =>
       Effect.gen(function* () {
         const client = yield* sdk
