@@ -267,4 +267,19 @@ describe("RolloutGateway", () => {
       })
     )
   })
+
+  it.effect("listens where asked, advertises the host agents reach, and says when it cannot listen", () =>
+    Effect.gen(function* () {
+      const gateway = yield* RolloutGateway.make({ host: "127.0.0.1", advertisedHost: "agents.example" })
+      expect(gateway.url).toBe(`http://agents.example:${gateway.port}`)
+      const endpoint = yield* Rollout.run(fixed("p", "x"), Effect.scoped(gateway.register()))
+      expect(endpoint.value.baseUrl).toMatch(
+        new RegExp(`^http://agents\\.example:${gateway.port}/rollouts/[\\w-]+/v1$`)
+      )
+      expect(String(endpoint.value.apiKey)).not.toContain("sk-rollout-")
+      const taken = yield* Effect.flip(RolloutGateway.make({ port: gateway.port }))
+      expect(taken).toMatchObject({ _tag: "RolloutGatewayError", reason: "Listen" })
+      expect(taken.message).toContain(`cannot listen on 127.0.0.1:${gateway.port}`)
+    }).pipe(Effect.scoped)
+  )
 })
