@@ -756,6 +756,28 @@ export class ResponseEvents {
     }
   }
 
+  /** Opens a message item (closing the open one): its `output_item.added` and `content_part.added`. */
+  private openText(events: Array<ResponseStreamEvent>): void {
+    this.close(events)
+    const index = this.nextIndex()
+    const open: OpenText = { kind: "text", index, id: itemId(this.meta.id, "msg", index), text: "", logprobs: [] }
+    this.open = open
+    events.push(
+      this.event({
+        type: "response.output_item.added",
+        output_index: index,
+        item: { type: "message", id: open.id, role: "assistant", status: "in_progress", content: [] }
+      }),
+      this.event({
+        type: "response.content_part.added",
+        item_id: open.id,
+        output_index: index,
+        content_index: 0,
+        part: { type: "output_text", text: "", annotations: [] }
+      })
+    )
+  }
+
   private nextIndex(): number {
     return this.output.length + (this.open === undefined ? 0 : 1)
   }
@@ -769,26 +791,7 @@ export class ResponseEvents {
     const content = choice.delta.content
     const logprobs = choice.logprobs?.content ?? []
     if ((content != null && content !== "") || (logprobs.length > 0 && this.open?.kind === "text")) {
-      if (this.open?.kind !== "text") {
-        this.close(events)
-        const index = this.nextIndex()
-        const open: OpenText = { kind: "text", index, id: itemId(this.meta.id, "msg", index), text: "", logprobs: [] }
-        this.open = open
-        events.push(
-          this.event({
-            type: "response.output_item.added",
-            output_index: index,
-            item: { type: "message", id: open.id, role: "assistant", status: "in_progress", content: [] }
-          }),
-          this.event({
-            type: "response.content_part.added",
-            item_id: open.id,
-            output_index: index,
-            content_index: 0,
-            part: { type: "output_text", text: "", annotations: [] }
-          })
-        )
-      }
+      if (this.open?.kind !== "text") this.openText(events)
       const open = this.open as OpenText
       open.text += content ?? ""
       open.logprobs.push(...logprobs)
@@ -861,23 +864,7 @@ export class ResponseEvents {
     const events: Array<ResponseStreamEvent> = []
     if (this.output.length === 0 && this.open === undefined) {
       // Nothing streamed: an empty message, as responseOf gives for an empty choice.
-      const index = this.nextIndex()
-      const open: OpenText = { kind: "text", index, id: itemId(this.meta.id, "msg", index), text: "", logprobs: [] }
-      this.open = open
-      events.push(
-        this.event({
-          type: "response.output_item.added",
-          output_index: index,
-          item: { type: "message", id: open.id, role: "assistant", status: "in_progress", content: [] }
-        }),
-        this.event({
-          type: "response.content_part.added",
-          item_id: open.id,
-          output_index: index,
-          content_index: 0,
-          part: { type: "output_text", text: "", annotations: [] }
-        })
-      )
+      this.openText(events)
     }
     this.close(events)
     const response = this.response("completed")
