@@ -5,10 +5,10 @@
  * Code written with `LanguageModel.generateText({ prompt, toolkit })`, `generateObject` or `Chat` runs as it
  * is; each generation is a {@link Rollout.chat} (logprobs and token ids asked for, the choice recorded, the
  * prompt's messages not yet recorded added as context), so text, tool calls, tool results and structured
- * output all land in `messages_and_choices`. The prompt is sent as chat-completions messages (the hosted
- * training service and the embedded backend serve chat completions; `@effect/ai-openai`'s
- * `OpenAiLanguageModel` speaks the Responses API, which neither serves). A tool call goes back to the model
- * with its arguments exactly as it wrote them, so the next turn continues the recorded conversation.
+ * output all land in `messages_and_choices`. The prompt is sent as chat-completions messages, which the
+ * hosted training service serves. (`@effect/ai-openai`'s `OpenAiLanguageModel`, which speaks the Responses
+ * API, works in a rollout too, over `RolloutFetch.fetch()`.) A tool call goes back to the model with its
+ * arguments exactly as it wrote them, so the next turn continues the recorded conversation.
  *
  * ```ts
  * import { LanguageModel } from "@effect/ai"

@@ -1,11 +1,13 @@
 /**
- * The tool agent written three ways (effect-rl's `Tools`, `@effect/ai`, the `openai` SDK; `examples/tools*.ts`)
+ * The tool agent written four ways (effect-rl's `Tools`, `@effect/ai`, the `openai` SDK, the AI SDK on the
+ * Responses API; `examples/tools*.ts`)
  * against the real embedded backend: each gathers a group, records the same shape of trajectory (the
  * question, a call, its result, the answer), gets the same reward function, and trains.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { reward, scenarios, play as viaTools } from "../../examples/tools.js"
+import { play as viaAiSdk } from "../../examples/tools-ai-sdk.js"
 import { play as viaEffectAi } from "../../examples/tools-effect-ai.js"
 import { play as viaOpenAi } from "../../examples/tools-openai.js"
 import { isChoice, type MessageOrChoice } from "../../src/api/Trajectory.js"
@@ -17,12 +19,13 @@ import * as Trainer from "../../src/workflow/Trainer.js"
 const kind = (entry: MessageOrChoice) =>
   isChoice(entry) ? (entry.message.tool_calls?.length ? "call" : "answer") : (entry as { role: string }).role
 
-describe("the tool agent in three styles", () => {
+describe("the tool agent in four styles", () => {
   it.layer(Backend.local(), { timeout: 120_000 })((it) => {
     for (const [style, play] of [
       ["Tools", viaTools],
       ["@effect/ai", viaEffectAi],
-      ["openai", viaOpenAi]
+      ["openai", viaOpenAi],
+      ["AI SDK (Responses API)", viaAiSdk]
     ] as const) {
       it.effect(`${style}: a group recorded as question, call, result, answer; scored and trained`, () =>
         Effect.gen(function* () {
