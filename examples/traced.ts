@@ -2,7 +2,9 @@
  * A traced training loop: the minimal loop with `Tracing.layer` added. Every step becomes a call of the trace
  * service, its rollouts calls under it (inputs the scenario, output the messages and the reward), their chat
  * completions calls under those, and each reward feedback on its rollout's call. On the embedded backend the
- * traces land in its own trace surface; the program reads them back and prints what it finds.
+ * traces land in its own trace surface; the program reads them back and prints what it finds. It prints a
+ * sign-in link to the backend's dashboard when it starts, and in a terminal keeps it up after the end until
+ * Ctrl-C.
  *
  * Run: `npx tsx examples/traced.ts`. Against the hosted service, swap `Backend.local()` for `Backend.hosted()`
  * (the trace client then reads `WANDB_API_KEY` and `EFFECT_RL_TRACE_URL`, default `https://trace.wandb.ai`)
@@ -45,4 +47,7 @@ const program = Effect.gen(function* () {
   }
 })
 
-program.pipe(Effect.provide(Backend.local()), NodeRuntime.runMain)
+// The backend prints a sign-in link to its dashboard (the steps, the traces) and, in a terminal, stays up after
+// the program until Ctrl-C, so that they can be looked at.
+const backend = Backend.local({ printSignInLink: true, keepServing: process.stdout.isTTY === true })
+program.pipe(Effect.provide(backend), NodeRuntime.runMain)

@@ -23,9 +23,8 @@ import * as Clock from "effect/Clock"
 import type { ConfigError } from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Backend from "./Backend.js"
-import * as LocalBackend from "./LocalBackend.js"
+import type * as LocalBackend from "./LocalBackend.js"
 import { artifactName, type Trainable } from "./workflow/Policy.js"
 import type * as RolloutAgent from "./workflow/RolloutAgent.js"
 import type { RolloutClusterError } from "./workflow/RolloutClusterError.js"
@@ -178,24 +177,9 @@ const onCluster = <A, E, R>(example: Example<unknown>, url: string, body: Effect
   })
 
 /**
- * The dashboard's address on the embedded backend, a one-time sign-in link to it and where its key is, when
- * the run uses that backend.
- */
-const dashboard = Effect.map(
-  Effect.serviceOption(LocalBackend.LocalBackend),
-  Option.map(({ dataDir, signInLink, url }) => ({
-    url: `${url}/ui/`,
-    signInLink,
-    keyFile: resolve(dataDir, "api-key")
-  }))
-)
-
-const signInNote = (keyFile: string) =>
-  `(a one-time sign-in link, good for 10 minutes; after that, sign in with the key in ${keyFile})`
-
-/**
  * Runs an example on {@link Backend.fromEnv} and prints its report (see the module comment); the outcome
- * is returned too.
+ * is returned too. On the embedded backend, a one-time sign-in link to its dashboard is printed when it starts
+ * (`printSignInLink`), and with `keepServing` the backend stays up after the report until Ctrl-C.
  */
 export const run = <E>(
   example: Example<E>,
@@ -207,11 +191,13 @@ export const run = <E>(
   Effect.gen(function* () {
     const started = yield* Clock.currentTimeMillis
     yield* Console.log(`effect-rl: training the ${example.name} example\n${example.description}\n`)
-    const local = yield* dashboard
-    if (Option.isSome(local)) {
-      const link = yield* local.value.signInLink
-      yield* Console.log(`dashboard: ${link}\n  ${signInNote(local.value.keyFile)}\n`)
-    }
+    const local = { ...options.local, printSignInLink: true, keepServing: options.keepServing }
+    return yield* report(example, options, started).pipe(Effect.provide(Backend.fromEnv(local)))
+  })
+
+/** The run itself and its report, on the backend in context (see {@link run}). */
+const report = <E>(example: Example<E>, options: RunOptions, started: number) =>
+  Effect.gen(function* () {
     const trained =
       options.cluster === undefined
         ? example.train(options)
@@ -230,14 +216,8 @@ export const run = <E>(
     yield* Console.log(`latest checkpoint: ${artifactName(model, outcome.summary.finalStep)}`)
     yield* Console.log(`\n${hostedHelp(options.command ?? `effect-rl train ${example.name}`)}\n`)
     yield* Console.log(`summary: ${JSON.stringify(summaryLine(outcome, seconds, bestName))}`)
-    if (Option.isSome(local) && options.keepServing === true) {
-      const link = yield* local.value.signInLink
-      yield* Console.log(`\nthe dashboard stays at ${local.value.url} until you press Ctrl-C; a fresh sign-in link:`)
-      yield* Console.log(`${link}\n  ${signInNote(local.value.keyFile)}`)
-      return yield* Effect.never
-    }
     return outcome
-  }).pipe(Effect.provide(Backend.fromEnv(options.local)))
+  })
 
 /** A command line the examples' runner does not understand. */
 export class ArgumentError extends Error {

@@ -9,6 +9,15 @@
  * mode 0700 and its files 0600. An SFT job's `training_data_url` is read from the backend's own uploads, and
  * from `file://` or other http(s) URLs only as {@link Options} allow (by default neither).
  *
+ * Watching a run on the dashboard: the data directory is locked while the program runs, so a separate
+ * `effect-rl serve` cannot open it; the program's own backend serves the dashboard instead. Ask it to print a
+ * one-time sign-in link when it starts (`printSignInLink`), and to stay up after the program succeeds until
+ * Ctrl-C (`keepServing`), as `effect-rl train` does in a terminal:
+ *
+ * ```ts
+ * program.pipe(Effect.provide(Backend.local({ printSignInLink: true, keepServing: true })), NodeRuntime.runMain)
+ * ```
+ *
  * Importing this module is cheap: the server, the store (SQLite) and the engine load when the layer is built,
  * so a program that only talks to the hosted service never loads them.
  *
@@ -75,6 +84,18 @@ export interface Options
    * The backend's own file URLs (`/v1/local/files/{id}/content`) are read from its store either way.
    */
   readonly allowHttp?: boolean | undefined
+  /**
+   * Print a one-time sign-in link to the dashboard once the backend has started (`dashboard: <url>/ui/#token=...`,
+   * with how to sign in after it expires); default false. The key itself is never printed.
+   */
+  readonly printSignInLink?: boolean | undefined
+  /**
+   * When the program using the backend succeeds, keep the backend and its dashboard up (printing the address and
+   * a fresh sign-in link) until the program is interrupted: Ctrl-C under `NodeRuntime.runMain`. Default false;
+   * a program that fails or is interrupted stops at once. Only for a program someone watches: one in a CI job
+   * would wait for ever (`process.stdout.isTTY === true` tells whether someone can press Ctrl-C).
+   */
+  readonly keepServing?: boolean | undefined
 }
 
 /**

@@ -3,6 +3,7 @@
  * middle of a training loop stopping the process promptly and cleanly (no stack trace, no report).
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 
@@ -69,9 +70,14 @@ describe("effect-rl train", () => {
     expect(run.output()).not.toMatch(/\n\s+at |Error:/)
     expect(run.output()).not.toContain("summary:")
     // On the embedded backend, a one-time sign-in link to the dashboard and where the key is are printed
-    // before the run (never the key itself).
-    expect(run.output()).toMatch(
-      /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[\w-]{43}\n {2}\(a one-time sign-in link, good for 10 minutes; after that, sign in with the key in \S+api-key\)/
-    )
+    // before the run (never the key itself). Piped, the run does not stay up after its report, so its temporary
+    // data directory goes when it ends: the note says the key file is there only while it runs, and it is gone.
+    const note = run
+      .output()
+      .match(
+        /dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[\w-]{43}\n {2}\(a one-time sign-in link, good for 10 minutes; after that, sign in with the key in (\S+api-key), while this program runs: its data directory is temporary, removed when it ends\)/
+      )
+    expect(note).not.toBeNull()
+    expect(existsSync(note![1]!)).toBe(false)
   }, 120_000)
 })

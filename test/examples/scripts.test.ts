@@ -54,10 +54,15 @@ describe("examples/quickstart.ts", () => {
 })
 
 describe("examples/traced.ts", () => {
-  it.live("trains two steps traced on its own embedded backend and finds every call", () =>
+  it.live("trains two steps traced on its own embedded backend and finds every call; piped, it ends", () =>
     Effect.gen(function* () {
       const { code, output } = yield* runScript("examples/traced.ts", {})
       expect(code, output).toBe(0)
+      // The dashboard's sign-in link first; not in a terminal, the backend does not wait for Ctrl-C after the end.
+      expect(output).toMatch(
+        /^dashboard: http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[\w-]{43}\n {2}\(a one-time sign-in link/
+      )
+      expect(output).not.toContain("until you press Ctrl-C")
       expect(output).toContain("effect-rl.step: 2 calls")
       expect(output).toContain("effect-rl.rollout: 24 calls")
       expect(output).toContain("effect-rl.chat: 24 calls")
