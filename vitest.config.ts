@@ -8,6 +8,9 @@
  *   that install their own hooks) each run in a fresh worker thread, so nothing they change leaks into another
  *   file. A new test file that touches `process.env`, `globalThis` or a global telemetry provider belongs here.
  *
+ * - `slow`: files named `*.slow.test.ts` (agents learning over several steps in child processes, and the like),
+ *   run by `npm run test:slow` rather than `npm test`, which they would take past its few minutes. CI runs both.
+ *
  * `test/support/setup.ts` undoes, before each file, what `@effect/vitest`'s `layer` leaves on the shared `it`.
  */
 import { readFileSync } from "node:fs"
@@ -35,6 +38,7 @@ const subpaths = Object.entries(
 )
 
 const ISOLATED = ["test/server/weave-*.test.ts", "test/server/trace-otel.test.ts", "test/workflow/Tracing.test.ts"]
+const SLOW = ["test/**/*.slow.test.ts"]
 
 export default defineConfig({
   // Examples import the package by name, as users do; in tests that name is the sources, not a stale dist/.
@@ -47,8 +51,12 @@ export default defineConfig({
     // Worker reuse is decided per pool, for the whole run: forks are shared, threads isolated.
     poolOptions: { forks: { isolate: false }, threads: { isolate: true } },
     projects: [
-      { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: ISOLATED, pool: "forks" } },
-      { extends: true, test: { name: "isolated", include: ISOLATED, pool: "threads" } }
+      {
+        extends: true,
+        test: { name: "shared", include: ["test/**/*.test.ts"], exclude: [...ISOLATED, ...SLOW], pool: "forks" }
+      },
+      { extends: true, test: { name: "isolated", include: ISOLATED, pool: "threads" } },
+      { extends: true, test: { name: "slow", include: SLOW, pool: "forks" } }
     ]
   }
 })

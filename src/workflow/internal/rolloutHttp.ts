@@ -76,17 +76,24 @@ export const sseResponse = (events: ReadonlyArray<unknown>, done = true): Respon
 
 /**
  * The response for a failed completion: an `InvalidTurn` is a 400, the service's `ApiError` keeps its status
- * and message; anything else (an interruption, a defect) rejects.
+ * and message (in `words`: the Responses API names the chat request's fields its own way); anything else (an
+ * interruption, a defect) rejects.
  */
-export const failureResponse = (cause: Cause.Cause<unknown>): Response => {
+export const failureResponse = (
+  cause: Cause.Cause<unknown>,
+  words: { readonly message: (m: string) => string; readonly param: (p: string | null) => string | null } = {
+    message: (m) => m,
+    param: (p) => p
+  }
+): Response => {
   const failure = Option.getOrUndefined(Cause.failureOption(cause))
   if (failure instanceof InvalidTurn) return errorResponse(400, failure.message, "invalid_request_error")
   if (failure instanceof ApiError) {
     return errorResponse(
       failure.status ?? 502,
-      failure.message,
+      words.message(failure.message),
       failure.errorType ?? "api_error",
-      failure.param ?? null,
+      words.param(failure.param ?? null),
       failure.code ?? null
     )
   }

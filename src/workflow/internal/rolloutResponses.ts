@@ -101,7 +101,7 @@ const create = async (context: RouteContext, body: unknown, signal: AbortSignal 
   }
   const { model: _model, stream: _stream, stream_options: _options, ...chat } = checked.right
   const exit = await context.run(Effect.zip(Rollout.chat(chat), Clock.currentTimeMillis), signal)
-  if (Exit.isFailure(exit)) return failureResponse(exit.cause)
+  if (Exit.isFailure(exit)) return failureResponse(exit.cause, { message: responsesMessageOf, param: responsesParamOf })
   const [completion, now] = exit.value
   const meta = {
     id: newResponseId(),

@@ -1,0 +1,72 @@
+/**
+ * `effect-rl train-agent` run as a user runs it (from source, on the embedded backend, as a child process),
+ * for the command's tests: its exit code and output, the summary line, and whether an agent process still runs.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+
+/** The repository's root. */
+export const root = new URL("../../", import.meta.url).pathname
+/** A scratch directory, removed after the file's tests. */
+export const dir = mkdtempSync(join(tmpdir(), "effect-rl-train-agent-"))
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Runs `effect-rl train-agent` from source, on the embedded backend, to its end (`started` sees it start). */
+export const trainAgent = async (
+  args: ReadonlyArray<string>,
+  extraEnv: Readonly<Record<string, string>> = {},
+  started?: (child: ChildProcess, output: () => string) => void
+) => {
+  const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
+  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "train-agent", ...args], {
+    cwd: root,
+    env: { ...env, ...extraEnv },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  children.push(child)
+  let out = ""
+  child.stdout.on("data", (chunk) => {
+    out += chunk
+  })
+  child.stderr.on("data", (chunk) => {
+    out += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)))
+  started?.(child, () => out)
+  const code = await exited
+  return { code, out }
+}
+
+/** The summary line of a run. */
+export interface Summary {
+  readonly steps: number
+  readonly first_reward: number
+  readonly last3_reward: number
+  readonly model: string
+}
+
+/** The summary line of a run's output (a failure naming the output when there is none). */
+export const summaryOf = (out: string): Summary => {
+  const line = out.split("\n").find((l) => l.startsWith("summary: "))
+  if (line === undefined) throw new Error(`no summary line in:\n${out}`)
+  return JSON.parse(line.slice("summary: ".length)) as Summary
+}
+
+/** The examples' scenarios of the `minimal` task. */
+export const scenarios = join(root, "examples/agents/scenarios.jsonl")
+
+/** Whether a process runs (a zombie orphan, which PID 1 of a container may never reap, does not). */
+export const alive = (pid: number) => {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return false
+  }
+}
