@@ -1,8 +1,9 @@
 /**
  * The rollout gateway against the real embedded backend: agents in child processes (Python, standard library)
  * at once, each seeing only its rollout; keys refused across rollouts, wrong or missing; an ended rollout's
- * 410, also for a request in flight when it ended; the `openai` SDK through the gateway recording what
- * `Rollout.chat` records; model names mapped to a fixed policy, not recorded.
+ * 410, also for a request in flight when it ended; the `openai` SDK through the gateway, on chat completions
+ * and on the Responses API, recording what `Rollout.chat` records; model names mapped to a fixed policy, not
+ * recorded.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -88,6 +89,38 @@ const toolAgent = async (endpoint: ExternalAgent.AgentEndpoint, stream: boolean)
   messages.push(message, { role: "tool", tool_call_id: call.id, content: String(a + b) })
   const second = await openai.chat.completions.create({ ...request, messages, tool_choice: "none" })
   return { sum: a + b, answer: second.choices[0]!.message.content }
+}
+
+/** The same tool agent on the Responses API: the call, its output continuing the response by id, an answer. */
+const responsesAgent = async (endpoint: ExternalAgent.AgentEndpoint, stream: boolean) => {
+  const openai = new OpenAI({ baseURL: endpoint.baseUrl, apiKey: endpoint.apiKey, maxRetries: 0 })
+  const tool = {
+    type: "function" as const,
+    name: "add",
+    description: "Adds two numbers",
+    parameters: add.function.parameters!,
+    strict: null
+  }
+  // `seed` is the backends' extension (as vLLM's), not in the SDK's types: the rollout passes it on.
+  const request = { model: "gpt-4o", instructions: SYSTEM, tools: [tool], max_output_tokens: 120, seed: 5 } as {
+    model: string
+    instructions: string
+    tools: Array<typeof tool>
+    max_output_tokens: number
+  }
+  const body = { ...request, input: QUESTION, tool_choice: "required" as const }
+  const first = stream ? await openai.responses.stream(body).finalResponse() : await openai.responses.create(body)
+  const call = first.output.find((item) => item.type === "function_call")
+  if (call?.type !== "function_call") throw new Error("expected a function call")
+  const { a, b } = JSON.parse(call.arguments) as { a: number; b: number }
+  const second = await openai.responses.create({
+    ...request,
+    previous_response_id: first.id,
+    input: [{ type: "function_call_output", call_id: call.call_id, output: String(a + b) }],
+    tool_choice: "none"
+  })
+  const read = await openai.responses.retrieve(second.id)
+  return { sum: a + b, answer: second.output_text, read: read.output_text }
 }
 
 describe("RolloutGateway", () => {
@@ -221,6 +254,39 @@ describe("RolloutGateway", () => {
           })
           expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
           expect(viaGateway.trajectory.additional_histories).toBeUndefined()
+        }
+      })
+    )
+
+    it.effect("the Responses API through the gateway records what Rollout.chat records, streamed or not", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({
+          project: "gateway",
+          name: "responses",
+          base_model: "effect-rl/tiny-2k"
+        })
+        for (const stream of [false, true]) {
+          let seen: Awaited<ReturnType<typeof responsesAgent>> | undefined
+          const viaGateway = yield* Rollout.run(
+            policy,
+            RolloutGateway.withEndpoint((endpoint) =>
+              ExternalAgent.fromFunction(async (e: ExternalAgent.AgentEndpoint) => {
+                seen = await responsesAgent(e, stream)
+              }).run(endpoint, null)
+            )
+          )
+          const entries = viaGateway.trajectory.messages_and_choices
+          expect(entryKinds(entries)).toEqual(["system", "user", "choice", "tool", "choice"])
+          const viaChat = yield* toolTurnsByHand(policy, {
+            system: SYSTEM,
+            question: QUESTION,
+            tools: [add] as never,
+            request: settings,
+            result: String(seen!.sum)
+          })
+          expect(entries.map(normalized)).toEqual(viaChat.trajectory.messages_and_choices.map(normalized))
+          expect(viaGateway.trajectory.additional_histories).toBeUndefined()
+          expect(seen!.read).toBe(seen!.answer)
         }
       })
     )
