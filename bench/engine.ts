@@ -8,7 +8,9 @@
  */
 import { loadavg } from "node:os"
 import { makeAdamState } from "../src/local/engine/Optimizer.js"
-import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken, logSoftmaxInto, Policy } from "../src/local/engine/Policy.js"
+import { logSoftmaxInto } from "../src/local/engine/policy/Kernels.js"
+import { Policy } from "../src/local/engine/policy/Policy.js"
+import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken } from "../src/local/engine/policy/PolicyConfig.js"
 import { Rng } from "../src/local/engine/Random.js"
 import { type RlGroup, trainRl } from "../src/local/engine/Trainer.js"
 

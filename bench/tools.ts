@@ -9,8 +9,8 @@
 import { loadavg } from "node:os"
 import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
 import type { Tool } from "../src/api/ChatMessage.js"
-import { Policy } from "../src/local/engine/Policy.js"
 import { PrefixCache } from "../src/local/engine/PrefixCache.js"
+import { Policy } from "../src/local/engine/policy/Policy.js"
 import { complete } from "../src/local/engine/Sampler.js"
 
 const tools: ReadonlyArray<Tool> = [

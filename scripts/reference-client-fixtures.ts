@@ -21,7 +21,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { ChatCompletionRequest, Choice } from "../src/api/ChatCompletion.js"
-import { Policy } from "../src/local/engine/Policy.js"
+import { Policy } from "../src/local/engine/policy/Policy.js"
 import { complete } from "../src/local/engine/Sampler.js"
 
 const OUT = join(import.meta.dirname, "..", "test", "server", "fixtures", "reference-client")

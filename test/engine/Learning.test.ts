@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { makeAdamState } from "../../src/local/engine/Optimizer.js"
-import { Policy } from "../../src/local/engine/Policy.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { Rng } from "../../src/local/engine/Random.js"
 import { trainRl } from "../../src/local/engine/Trainer.js"
 import { rememberWordStep, sayWordStep, type TaskStep } from "./RlTasks.js"

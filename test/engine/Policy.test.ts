@@ -1,16 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { adamStep, makeAdamState } from "../../src/local/engine/Optimizer.js"
+import { CheckpointFormatError, loadCheckpoint, saveCheckpoint } from "../../src/local/engine/policy/Checkpoint.js"
+import { logSoftmaxInto } from "../../src/local/engine/policy/Kernels.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
 import {
-  CheckpointFormatError,
   DEFAULT_POLICY_CONFIG,
-  loadCheckpoint,
-  logSoftmaxInto,
-  Policy,
   type PolicyConfig,
   parameterCount,
-  parameterTensors,
-  saveCheckpoint
-} from "../../src/local/engine/Policy.js"
+  parameterTensors
+} from "../../src/local/engine/policy/PolicyConfig.js"
 import { Rng } from "../../src/local/engine/Random.js"
 
 const tiny: PolicyConfig = { vocabSize: 13, contextLength: 16, dModel: 8, nLayers: 2, nHeads: 2, dFf: 12 }

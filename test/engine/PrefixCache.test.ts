@@ -7,8 +7,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
-import { DEFAULT_POLICY_CONFIG, Policy } from "../../src/local/engine/Policy.js"
 import { DEFAULT_CHUNK, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
+import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeStream, prepare } from "../../src/local/engine/Sampler.js"
 
 const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 2048 }, { seed: 3 })

@@ -10,7 +10,8 @@
  * ratio is exactly 1 on-policy.
  */
 import type { TrainingSequence } from "../../src/local/engine/LanguageModel.js"
-import { logSoftmaxInto, type Policy, type PolicyState } from "../../src/local/engine/Policy.js"
+import { logSoftmaxInto } from "../../src/local/engine/policy/Kernels.js"
+import type { Policy, PolicyState } from "../../src/local/engine/policy/Policy.js"
 import type { Rng } from "../../src/local/engine/Random.js"
 import { decode, encode, encodeWithSpecials, IM_END } from "../../src/local/engine/Tokenizer.js"
 import type { RlGroup } from "../../src/local/engine/Trainer.js"

@@ -861,7 +861,7 @@ describe("Sampler: streaming", () => {
 describe("Sampler: through the real policy", () => {
   it("serves a request reproducibly, with logprobs the policy's own scores agree with (smoke)", async () => {
     // Probed, not typed: this test must not depend on the policy module's exact API.
-    const module = (await import("../../src/local/engine/Policy.js").catch(() => null)) as {
+    const module = (await import("../../src/local/engine/policy/Policy.js").catch(() => null)) as {
       readonly Policy?: { readonly create?: (config?: undefined, options?: { seed: number }) => unknown }
     } | null
     const create = module?.Policy?.create

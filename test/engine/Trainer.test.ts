@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { TrainingSequence } from "../../src/local/engine/LanguageModel.js"
 import { makeAdamState } from "../../src/local/engine/Optimizer.js"
-import { Policy, type PolicyConfig } from "../../src/local/engine/Policy.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
+import type { PolicyConfig } from "../../src/local/engine/policy/PolicyConfig.js"
 import { Rng } from "../../src/local/engine/Random.js"
 import { DEFAULT_RL_LEARNING_RATE, type RlGroup, trainRl, trainSft } from "../../src/local/engine/Trainer.js"
 

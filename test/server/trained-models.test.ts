@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as LocalBackend from "../../src/LocalBackend.js"
-import { Policy } from "../../src/local/engine/Policy.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { BASE_MODEL } from "../../src/local/server/internal/inference.js"
 import { PolicyCache } from "../../src/local/server/internal/policyCache.js"
 import { inference, training } from "../support/clients.js"

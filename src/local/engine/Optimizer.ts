@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { FloatArray } from "./Policy.js"
+import type { FloatArray } from "./policy/Kernels.js"
 
 /** The optimiser's hyperparameters (the learning rate is given per step). */
 export interface AdamConfig {

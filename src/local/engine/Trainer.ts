@@ -34,7 +34,7 @@
 import type { ExperimentalConfig } from "../../api/TrainingJob.js"
 import type { TrainingSequence } from "./LanguageModel.js"
 import { type AdamState, adamStep } from "./Optimizer.js"
-import type { Policy } from "./Policy.js"
+import type { Policy } from "./policy/Policy.js"
 import {
   balanceAdvantages,
   groupAdvantages,

@@ -3,7 +3,9 @@
  * step 0 is `Policy.create(config, { seed })`, the same weights whether it is served by name or stored as the step 0
  * checkpoint of a new model (so a trained model at step 0 answers exactly as its base model does).
  */
-import { DEFAULT_POLICY_CONFIG, Policy, type PolicyConfig, saveCheckpoint } from "../../engine/Policy.js"
+import { saveCheckpoint } from "../../engine/policy/Checkpoint.js"
+import { Policy } from "../../engine/policy/Policy.js"
+import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from "../../engine/policy/PolicyConfig.js"
 
 /** The base model every fresh backend serves. */
 export const BASE_MODEL = "effect-rl/tiny"

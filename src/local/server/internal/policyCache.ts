@@ -3,8 +3,8 @@
  * decode its weights on every request. Checkpoints are immutable (a step is written once), so an entry never
  * goes stale; a deleted checkpoint is simply no longer resolved.
  */
-import type { Policy } from "../../engine/Policy.js"
 import { PrefixCache } from "../../engine/PrefixCache.js"
+import type { Policy } from "../../engine/policy/Policy.js"
 
 /** The default number of policies kept. */
 export const DEFAULT_CAPACITY = 8

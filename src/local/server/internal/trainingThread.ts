@@ -25,7 +25,7 @@ import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
 import { makeAdamState } from "../../engine/Optimizer.js"
-import { loadCheckpoint, saveCheckpoint } from "../../engine/Policy.js"
+import { loadCheckpoint, saveCheckpoint } from "../../engine/policy/Checkpoint.js"
 import type { Emitter, StepMetrics } from "./workerTraining.js"
 import { trainRlJob, trainSftJob } from "./workerTraining.js"
 

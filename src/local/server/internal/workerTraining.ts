@@ -16,7 +16,7 @@ import * as Schema from "effect/Schema"
 import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
 import { rlGroupsOf, type SftExample, sftSequenceOf } from "../../engine/Batches.js"
 import type { AdamState } from "../../engine/Optimizer.js"
-import type { Policy } from "../../engine/Policy.js"
+import type { Policy } from "../../engine/policy/Policy.js"
 import {
   hasTrainableTokens,
   rlStepCount,

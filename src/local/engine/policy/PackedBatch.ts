@@ -1,0 +1,527 @@
+/**
+ * Training batches of the local engine's policy: the forward pass over whole sequences packed as a prefix tree
+ * (sequences that share a prefix share its rows: every rollout of a group shares its prompt, so a group of
+ * eight rollouts costs one prompt plus eight completions; each row attends to its ancestors in the tree), and
+ * its backward pass into the policy's gradient buffer. Activations live in buffers that grow with the largest
+ * batch seen; the hot loops allocate nothing. The backward pass transposes operands into scratch so that every
+ * product uses the one kernel of `Kernels.ts`.
+ *
+ * @since 0.1.0
+ */
+import {
+  attendRow,
+  type FloatArray,
+  Grow,
+  GrowInt,
+  geluBackwardRange,
+  geluRangeKeep,
+  matmulNT,
+  rmsNormRow,
+  rmsNormRowBackward,
+  transpose
+} from "./Kernels.js"
+import type { Layout, PolicyConfig } from "./PolicyConfig.js"
+
+/** What `forwardBatch` computed for each sequence. */
+export interface BatchOutput {
+  /** Per sequence, the logprob of each token where it was asked for, NaN elsewhere. */
+  readonly logprobs: ReadonlyArray<Float64Array>
+  /** Per sequence, the entropy of the distribution each asked-for token was drawn from, NaN elsewhere. */
+  readonly entropies: ReadonlyArray<Float64Array>
+  /** The distinct rows (tokens) the batch packed into after sharing prefixes. */
+  readonly rows: number
+  /** The tokens of all the sequences (before sharing). */
+  readonly tokens: number
+}
+
+/** The activations of one block, for `rows` rows. */
+interface LayerActs {
+  readonly hIn: Grow
+  readonly inv1: Grow
+  readonly a1: Grow
+  readonly qkv: Grow
+  readonly att: Grow
+  readonly o: Grow
+  readonly hMid: Grow
+  readonly inv2: Grow
+  readonly a2: Grow
+  readonly u: Grow
+  readonly th: Grow
+  readonly g: Grow
+}
+
+/**
+ * The training workspace of one policy: `forward` over a packed batch, keeping its activations, then
+ * `backward` adding the gradient of a loss of its logprobs to `grads`. `Policy.forwardBatch` and
+ * `Policy.backwardBatch` are these.
+ */
+export class PackedBatch {
+  private readonly acts: ReadonlyArray<LayerActs>
+  private readonly ws: Record<
+    | "hFinal"
+    | "invF"
+    | "f"
+    | "logits"
+    | "probs"
+    | "dH"
+    | "dTmp"
+    | "dA"
+    | "dQkv"
+    | "dO"
+    | "dU"
+    | "dG"
+    | "tA"
+    | "tB"
+    | "tW",
+    Grow
+  >
+  private readonly rowToken = new GrowInt()
+  private readonly rowParent = new GrowInt()
+  private readonly rowPos = new GrowInt()
+  private readonly ancOff = new GrowInt()
+  private readonly ancRows = new GrowInt()
+  private readonly logitRow = new GrowInt()
+  private readonly entrySeq = new GrowInt()
+  private readonly entryPos = new GrowInt()
+  private readonly entryLogit = new GrowInt()
+  private readonly entryToken = new GrowInt()
+  private readonly acc: Float64Array
+  private readonly qs: Float64Array
+  private readonly dQs: Float64Array
+  private readonly dAtt: Float64Array
+  private gSum = new Float64Array(0)
+  private batchRows = 0
+  private batchLogitRows = 0
+  private batchEntries = 0
+  private batchSeqLengths: Array<number> = []
+  private batchReady = false
+
+  constructor(
+    private readonly config: PolicyConfig,
+    private readonly layout: Layout,
+    private readonly params: FloatArray,
+    private readonly grads: FloatArray,
+    make: (n: number) => FloatArray,
+    private readonly checkLength: (n: number) => void
+  ) {
+    const d = config.dModel
+    this.acc = new Float64Array(d)
+    this.qs = new Float64Array(d)
+    this.dQs = new Float64Array(d)
+    const grow = () => new Grow(make)
+    this.acts = Array.from({ length: config.nLayers }, () => ({
+      hIn: grow(),
+      inv1: grow(),
+      a1: grow(),
+      qkv: grow(),
+      att: grow(),
+      o: grow(),
+      hMid: grow(),
+      inv2: grow(),
+      a2: grow(),
+      u: grow(),
+      th: grow(),
+      g: grow()
+    }))
+    this.ws = {
+      hFinal: grow(),
+      invF: grow(),
+      f: grow(),
+      logits: grow(),
+      probs: grow(),
+      dH: grow(),
+      dTmp: grow(),
+      dA: grow(),
+      dQkv: grow(),
+      dO: grow(),
+      dU: grow(),
+      dG: grow(),
+      tA: grow(),
+      tB: grow(),
+      tW: grow()
+    }
+    this.dAtt = new Float64Array(config.nHeads * config.contextLength)
+  }
+
+  /**
+   * The forward pass over a batch of whole sequences, packed as a prefix tree. `want[s][t] = 1` asks for
+   * the logprob of token t of sequence s (t >= 1). Keeps the activations for `backward` unless
+   * `keepActivations` is false; the next `forward` replaces them.
+   */
+  forward(
+    sequences: ReadonlyArray<ArrayLike<number>>,
+    want: ReadonlyArray<ArrayLike<number>>,
+    options: { readonly keepActivations?: boolean | undefined } = {}
+  ): BatchOutput {
+    const c = this.config
+    const d = c.dModel
+    const F = c.dFf
+    const V = c.vocabSize
+    const H = c.nHeads
+    const dh = d / H
+    const P = this.params
+    const L = this.layout
+    this.batchReady = false
+
+    // 1. Pack the sequences into a prefix tree: one row per distinct (parent row, token).
+    let tokens = 0
+    for (const s of sequences) {
+      this.checkLength(s.length)
+      tokens += s.length
+    }
+    const rowToken = this.rowToken.need(tokens)
+    const rowParent = this.rowParent.need(tokens)
+    const rowPos = this.rowPos.need(tokens)
+    const children = new Map<number, number>()
+    const rowOf: Array<Int32Array> = []
+    let R = 0
+    for (const s of sequences) {
+      const rows = new Int32Array(s.length)
+      let parent = -1
+      for (let t = 0; t < s.length; t++) {
+        const id = s[t]!
+        if (!Number.isInteger(id) || id < 0 || id >= V) throw new RangeError(`token id ${id} out of range`)
+        const key = (parent + 1) * V + id
+        let row = children.get(key)
+        if (row === undefined) {
+          row = R++
+          children.set(key, row)
+          rowToken[row] = id
+          rowParent[row] = parent
+          rowPos[row] = t
+        }
+        rows[t] = row
+        parent = row
+      }
+      rowOf.push(rows)
+    }
+    // Ancestor lists (self first), shared by every layer and the backward pass.
+    const ancOff = this.ancOff.need(R + 1)
+    let total = 0
+    for (let r = 0; r < R; r++) {
+      ancOff[r] = total
+      total += rowPos[r]! + 1
+    }
+    ancOff[R] = total
+    const ancRows = this.ancRows.need(total)
+    for (let r = 0; r < R; r++) {
+      let j = r
+      let i = ancOff[r]!
+      while (j >= 0) {
+        ancRows[i++] = j
+        j = rowParent[j]!
+      }
+    }
+    // The rows whose next-token distribution is needed, and the entries (sequence, t) reading them.
+    const logitRow = this.logitRow.need(R)
+    const logitIndex = new Int32Array(R).fill(-1)
+    let NL = 0
+    // At most `tokens` entries: (sequence, position) of each asked-for token, the logit row it reads, the token.
+    const entrySeq = this.entrySeq.need(tokens)
+    const entryPos = this.entryPos.need(tokens)
+    const entryLogit = this.entryLogit.need(tokens)
+    const entryToken = this.entryToken.need(tokens)
+    let NE = 0
+    for (let s = 0; s < sequences.length; s++) {
+      const w = want[s]!
+      const seq = sequences[s]!
+      for (let t = 1; t < seq.length; t++) {
+        if (w[t] !== 1) continue
+        const pred = rowOf[s]![t - 1]!
+        if (logitIndex[pred] === -1) {
+          logitIndex[pred] = NL
+          logitRow[NL++] = pred
+        }
+        entrySeq[NE] = s
+        entryPos[NE] = t
+        entryLogit[NE] = logitIndex[pred]!
+        entryToken[NE] = seq[t]!
+        NE++
+      }
+    }
+
+    // 2. Embeddings.
+    let h = this.acts.length > 0 ? this.acts[0]!.hIn.need(R * d) : this.ws.hFinal.need(R * d)
+    for (let r = 0; r < R; r++) {
+      const te = L.tokEmb + rowToken[r]! * d
+      const pe = L.posEmb + rowPos[r]! * d
+      for (let e = 0; e < d; e++) h[r * d + e] = P[te + e]! + P[pe + e]!
+    }
+
+    // 3. Blocks.
+    for (let l = 0; l < c.nLayers; l++) {
+      const w = L.layers[l]!
+      const A = this.acts[l]!
+      const inv1 = A.inv1.need(R)
+      const a1 = A.a1.need(R * d)
+      for (let r = 0; r < R; r++) inv1[r] = rmsNormRow(a1, r * d, h, r * d, P, w.ln1, d)
+      const qkv = A.qkv.need(R * 3 * d)
+      matmulNT(qkv, 0, 3 * d, a1, 0, d, P, w.wqkv, d, R, 3 * d, d, null, 0, false)
+      const att = A.att.need(total * H)
+      const o = A.o.need(R * d)
+      for (let r = 0; r < R; r++) {
+        const n = rowPos[r]! + 1
+        attendRow(
+          qkv,
+          r * 3 * d,
+          qkv,
+          3 * d,
+          d,
+          2 * d,
+          ancRows,
+          ancOff[r]!,
+          n,
+          o,
+          r * d,
+          att,
+          ancOff[r]! * H,
+          H,
+          dh,
+          this.acc,
+          this.qs
+        )
+      }
+      const hMid = A.hMid.need(R * d)
+      matmulNT(hMid, 0, d, o, 0, d, P, w.wo, d, R, d, d, null, 0, false)
+      for (let i = 0; i < R * d; i++) hMid[i] = h[i]! + hMid[i]!
+      const inv2 = A.inv2.need(R)
+      const a2 = A.a2.need(R * d)
+      for (let r = 0; r < R; r++) inv2[r] = rmsNormRow(a2, r * d, hMid, r * d, P, w.ln2, d)
+      const u = A.u.need(R * F)
+      matmulNT(u, 0, F, a2, 0, d, P, w.w1, d, R, F, d, P, w.b1, false)
+      const g = A.g.need(R * F)
+      geluRangeKeep(g, A.th.need(R * F), u, 0, R * F)
+      const next = l + 1 < c.nLayers ? this.acts[l + 1]!.hIn.need(R * d) : this.ws.hFinal.need(R * d)
+      matmulNT(next, 0, d, g, 0, F, P, w.w2, F, R, d, F, P, w.b2, false)
+      for (let i = 0; i < R * d; i++) next[i] = hMid[i]! + next[i]!
+      h = next
+    }
+
+    // 4. Head, on the rows whose distribution is needed.
+    const invF = this.ws.invF.need(NL)
+    const f = this.ws.f.need(NL * d)
+    for (let i = 0; i < NL; i++) invF[i] = rmsNormRow(f, i * d, h, logitRow[i]! * d, P, L.lnF, d)
+    const logits = this.ws.logits.need(NL * V)
+    matmulNT(logits, 0, V, f, 0, d, P, L.wout, d, NL, V, d, P, L.bout, false)
+    const probs = this.ws.probs.need(NL * V)
+    const entropyOf = new Float64Array(NL)
+    for (let i = 0; i < NL; i++) {
+      // In place: logits -> logprobs (the same operations as logSoftmaxInto); probs kept for the backward pass.
+      const o = i * V
+      let max = Number.NEGATIVE_INFINITY
+      for (let v = 0; v < V; v++) if (logits[o + v]! > max) max = logits[o + v]!
+      let sum = 0
+      for (let v = 0; v < V; v++) {
+        const e = Math.exp(logits[o + v]! - max)
+        probs[o + v] = e
+        sum += e
+      }
+      const lse = max + Math.log(sum)
+      const inv = 1 / sum
+      let ent = 0
+      for (let v = 0; v < V; v++) {
+        const lp = logits[o + v]! - lse
+        logits[o + v] = lp
+        const p = probs[o + v]! * inv
+        probs[o + v] = p
+        ent -= p * lp
+      }
+      entropyOf[i] = ent
+    }
+    const logprobs = sequences.map((s) => new Float64Array(s.length).fill(Number.NaN))
+    const entropies = sequences.map((s) => new Float64Array(s.length).fill(Number.NaN))
+    for (let i = 0; i < NE; i++) {
+      logprobs[entrySeq[i]!]![entryPos[i]!] = logits[entryLogit[i]! * V + entryToken[i]!]!
+      entropies[entrySeq[i]!]![entryPos[i]!] = entropyOf[entryLogit[i]!]!
+    }
+    this.batchRows = R
+    this.batchLogitRows = NL
+    this.batchEntries = NE
+    this.batchSeqLengths = sequences.map((s) => s.length)
+    this.batchReady = options.keepActivations ?? true
+    return { logprobs, entropies, rows: R, tokens }
+  }
+
+  /**
+   * The backward pass of the last `forwardBatch`: given d(loss)/d(logprob) for every asked-for token (same
+
+   */
+  backward(dLogprobs: ReadonlyArray<ArrayLike<number>>): void {
+    if (!this.batchReady) throw new Error("backwardBatch: no forwardBatch with kept activations to differentiate")
+    if (dLogprobs.length !== this.batchSeqLengths.length) throw new RangeError("backwardBatch: wrong batch size")
+    const c = this.config
+    const d = c.dModel
+    const F = c.dFf
+    const V = c.vocabSize
+    const H = c.nHeads
+    const dh = d / H
+    const P = this.params
+    const G = this.grads
+    const L = this.layout
+    const R = this.batchRows
+    const NL = this.batchLogitRows
+    const NE = this.batchEntries
+    const entrySeq = this.entrySeq.buf
+    const entryPos = this.entryPos.buf
+    const entryLogit = this.entryLogit.buf
+    const entryToken = this.entryToken.buf
+    const logitRow = this.logitRow.buf
+    const rowPos = this.rowPos.buf
+    const rowToken = this.rowToken.buf
+    const ancOff = this.ancOff.buf
+    const ancRows = this.ancRows.buf
+    const ws = this.ws
+
+    // 1. d(loss)/d(logits) = sum over entries e of g_e (onehot(token_e) - p), where logits hold logprobs.
+    const probs = ws.probs.buf
+    if (this.gSum.length < NL) this.gSum = new Float64Array(Math.ceil(NL * 1.5))
+    const gSum = this.gSum
+    gSum.fill(0, 0, NL)
+    for (let i = 0; i < NE; i++) {
+      const g = dLogprobs[entrySeq[i]!]![entryPos[i]!]!
+      if (g !== 0) gSum[entryLogit[i]!] = gSum[entryLogit[i]!]! + g
+    }
+    const dLogits = ws.dTmp.need(NL * V)
+    for (let i = 0; i < NL; i++) {
+      const s = gSum[i]!
+      for (let v = 0; v < V; v++) dLogits[i * V + v] = -s * probs[i * V + v]!
+    }
+    for (let i = 0; i < NE; i++) {
+      const g = dLogprobs[entrySeq[i]!]![entryPos[i]!]!
+      if (g !== 0) dLogits[entryLogit[i]! * V + entryToken[i]!] = dLogits[entryLogit[i]! * V + entryToken[i]!]! + g
+    }
+    // Head: dWout += dLogits^T f, dbout += sum, df = dLogits Wout.
+    const f = ws.f.buf
+    const tA = ws.tA.need(Math.max(V, 3 * d, F) * Math.max(NL, R))
+    const tB = ws.tB.need(Math.max(d, F) * Math.max(NL, R))
+    transpose(tA, dLogits, 0, V, NL, V)
+    transpose(tB, f, 0, d, NL, d)
+    matmulNT(G, L.wout, d, tA, 0, NL, tB, 0, NL, V, d, NL, null, 0, true)
+    for (let i = 0; i < NL; i++) for (let v = 0; v < V; v++) G[L.bout + v] = G[L.bout + v]! + dLogits[i * V + v]!
+    const tW = ws.tW.need(Math.max(V * d, 3 * d * d, F * d))
+    transpose(tW, P, L.wout, d, V, d)
+    const dF = ws.dA.need(Math.max(NL, R) * Math.max(d, F))
+    matmulNT(dF, 0, d, dLogits, 0, V, tW, 0, V, NL, d, V, null, 0, false)
+    const dH = ws.dH.need(R * d)
+    dH.fill(0, 0, R * d)
+    const hFinal = ws.hFinal.buf
+    const invF = ws.invF.buf
+    for (let i = 0; i < NL; i++) {
+      const r = logitRow[i]!
+      rmsNormRowBackward(dH, r * d, dF, i * d, hFinal, r * d, invF[i]!, P, L.lnF, G, d)
+    }
+
+    // 2. Blocks, last to first. dH holds d(loss)/d(block output).
+    for (let l = c.nLayers - 1; l >= 0; l--) {
+      const w = L.layers[l]!
+      const A = this.acts[l]!
+      // MLP: out = hMid + W2 gelu(W1 a2 + b1) + b2.
+      const g = A.g.buf
+      const u = A.u.buf
+      transpose(tA, dH, 0, d, R, d)
+      transpose(tB, g, 0, F, R, F)
+      matmulNT(G, w.w2, F, tA, 0, R, tB, 0, R, d, F, R, null, 0, true)
+      for (let r = 0; r < R; r++) for (let e = 0; e < d; e++) G[w.b2 + e] = G[w.b2 + e]! + dH[r * d + e]!
+      transpose(tW, P, w.w2, F, d, F)
+      const dG = ws.dG.need(R * F)
+      matmulNT(dG, 0, F, dH, 0, d, tW, 0, d, R, F, d, null, 0, false)
+      const dU = ws.dU.need(R * F)
+      geluBackwardRange(dU, dG, u, A.th.buf, 0, R * F)
+      const a2 = A.a2.buf
+      transpose(tA, dU, 0, F, R, F)
+      transpose(tB, a2, 0, d, R, d)
+      matmulNT(G, w.w1, d, tA, 0, R, tB, 0, R, F, d, R, null, 0, true)
+      for (let r = 0; r < R; r++) for (let e = 0; e < F; e++) G[w.b1 + e] = G[w.b1 + e]! + dU[r * F + e]!
+      transpose(tW, P, w.w1, d, F, d)
+      const dA = ws.dA.need(R * d)
+      matmulNT(dA, 0, d, dU, 0, F, tW, 0, F, R, d, F, null, 0, false)
+      // dH (residual) + norm2 backward -> d(hMid), in place in dH.
+      const hMid = A.hMid.buf
+      const inv2 = A.inv2.buf
+      for (let r = 0; r < R; r++) rmsNormRowBackward(dH, r * d, dA, r * d, hMid, r * d, inv2[r]!, P, w.ln2, G, d)
+      // Attention output: hMid = hIn + Wo o.
+      const o = A.o.buf
+      transpose(tA, dH, 0, d, R, d)
+      transpose(tB, o, 0, d, R, d)
+      matmulNT(G, w.wo, d, tA, 0, R, tB, 0, R, d, d, R, null, 0, true)
+      transpose(tW, P, w.wo, d, d, d)
+      const dO = ws.dO.need(R * d)
+      matmulNT(dO, 0, d, dH, 0, d, tW, 0, d, R, d, d, null, 0, false)
+      // Attention.
+      const qkv = A.qkv.buf
+      const att = A.att.buf
+      const dQkv = ws.dQkv.need(R * 3 * d)
+      dQkv.fill(0, 0, R * 3 * d)
+      const scale = 1 / Math.sqrt(dh)
+      const dAtt = this.dAtt
+      const dOs = this.acc
+      const qs = this.qs
+      const dQs = this.dQs
+      for (let r = 0; r < R; r++) {
+        const n = rowPos[r]! + 1
+        const aOff = ancOff[r]!
+        const p0 = aOff * H
+        const qb = r * 3 * d
+        // dO, q and the running dQ of the row, in double scratch.
+        for (let e = 0; e < d; e++) {
+          dOs[e] = dO[r * d + e]!
+          qs[e] = qkv[qb + e]!
+          dQs[e] = 0
+        }
+        // dA = dO . v per head and row in view; dV += a dO.
+        for (let i = 0; i < n; i++) {
+          const vb = ancRows[aOff + i]! * 3 * d + 2 * d
+          for (let hh = 0; hh < H; hh++) {
+            const a = att[p0 + hh * n + i]!
+            const o = hh * dh
+            let s = 0
+            for (let e = o; e < o + dh; e++) {
+              s += dOs[e]! * qkv[vb + e]!
+              dQkv[vb + e] = dQkv[vb + e]! + a * dOs[e]!
+            }
+            dAtt[hh * n + i] = s
+          }
+        }
+        // Softmax backward: dS = a (dA - sum a dA), folded with the score scale.
+        for (let hh = 0; hh < H; hh++) {
+          let dot = 0
+          for (let i = 0; i < n; i++) dot += att[p0 + hh * n + i]! * dAtt[hh * n + i]!
+          for (let i = 0; i < n; i++) dAtt[hh * n + i] = att[p0 + hh * n + i]! * (dAtt[hh * n + i]! - dot) * scale
+        }
+        // dQ += dS k, dK += dS q.
+        for (let i = 0; i < n; i++) {
+          const kb = ancRows[aOff + i]! * 3 * d + d
+          for (let hh = 0; hh < H; hh++) {
+            const ds = dAtt[hh * n + i]!
+            const o = hh * dh
+            for (let e = o; e < o + dh; e++) {
+              dQs[e] = dQs[e]! + ds * qkv[kb + e]!
+              dQkv[kb + e] = dQkv[kb + e]! + ds * qs[e]!
+            }
+          }
+        }
+        for (let e = 0; e < d; e++) dQkv[qb + e] = dQkv[qb + e]! + dQs[e]!
+      }
+      const a1 = A.a1.buf
+      transpose(tA, dQkv, 0, 3 * d, R, 3 * d)
+      transpose(tB, a1, 0, d, R, d)
+      matmulNT(G, w.wqkv, d, tA, 0, R, tB, 0, R, 3 * d, d, R, null, 0, true)
+      transpose(tW, P, w.wqkv, d, 3 * d, d)
+      matmulNT(dA, 0, d, dQkv, 0, 3 * d, tW, 0, 3 * d, R, d, 3 * d, null, 0, false)
+      const hIn = A.hIn.buf
+      const inv1 = A.inv1.buf
+      for (let r = 0; r < R; r++) rmsNormRowBackward(dH, r * d, dA, r * d, hIn, r * d, inv1[r]!, P, w.ln1, G, d)
+    }
+
+    // 3. Embeddings.
+    for (let r = 0; r < R; r++) {
+      const te = L.tokEmb + rowToken[r]! * d
+      const pe = L.posEmb + rowPos[r]! * d
+      for (let e = 0; e < d; e++) {
+        const v = dH[r * d + e]!
+        G[te + e] = G[te + e]! + v
+        G[pe + e] = G[pe + e]! + v
+      }
+    }
+  }
+}

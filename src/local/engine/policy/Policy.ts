@@ -1,0 +1,442 @@
+/**
+ * The local engine's policy: a small decoder-only transformer over the byte-level vocabulary, trained
+ * from a seeded random initialisation, written for speed on a CPU in plain typed-array loops.
+ *
+ * ## Architecture (default configuration)
+ * - token embedding (261 x 48) + learned position embedding (512 x 48);
+ * - 2 pre-norm blocks, each: RMSNorm, causal self-attention with 4 heads of 12 (fused q|k|v projection
+ *   48 -> 144, output projection 48 -> 48, no biases), residual; RMSNorm, MLP 48 -> 192 -> 48 with
+ *   tanh-GELU and biases, residual;
+ * - final RMSNorm and an untied output projection 48 -> 261 with bias.
+ *
+ * Parameters: 12,528 token + 24,576 position embedding, 2 x 27,984 per block, 48 + 12,528 + 261 for the
+ * head: 105,909 in all (one flat `Float32Array`; every tensor is a view at a fixed offset), 424 KB as
+ * float32. Work per token: the matrix products touch 67,824 weights (2 x 27,648 in the blocks, 12,528 in the
+ * head), so a forward pass costs about 136 kFLOP, plus attention at 2 x 192 FLOPs per token in view (about
+ * 38 kFLOP with 100 tokens of context); a training step (forward and backward) costs about three times
+ * that, some 0.45 MFLOP per token (the head only runs where a logprob is wanted).
+ *
+ * Why this shape: scalar JavaScript reaches well under 1 GFLOP/s on one core, and the issue asks for an RL
+ * step on 64 short trajectories in about a second, so the model has to stay near 100k weights. Attention
+ * (rather than a recurrent net) lets the policy look back at any token of the prompt with one layer (to copy
+ * a word named in it), and a second layer gives it relative lookups (the token after a marker). d = 48 with
+ * 4 heads keeps every matrix small enough for the L1/L2 cache.
+ *
+ * ## How it runs
+ * - Decoding (`prefill` / `fork` / `advance` / `logits`) is incremental: a state keeps its keys and values
+ *   per layer (a growable buffer), so each new token costs one row of the forward pass. Rows go through the
+ *   matrix products together where they can: `prefill` and `extend` run all of a segment's tokens at once,
+ *   and `advanceMany` / `logitsMany` step many states (the `n` choices of a request) in one call.
+ * - Training (`forwardBatch` / `backwardBatch`) runs whole sequences at once, packed as a prefix tree:
+ *   sequences that share a prefix (every rollout of a group shares its prompt) share its rows, so a group of
+ *   eight rollouts costs one prompt plus eight completions. Each row attends to its ancestors in the tree.
+ *   Activations live in preallocated buffers that grow with the largest batch seen; the hot loops allocate
+ *   nothing.
+ * - Every matrix product is one kernel (`C = A B^T`, 4 x 4 register blocks); the backward pass transposes
+ *   operands into scratch so that it uses the same kernel. Each output element is summed in the same order
+ *   whatever the batch, so a token's logprob is bit-identical whether it is decoded, scored alone, or
+ *   trained in a batch of other sequences.
+ *
+ * @since 0.1.0
+ */
+import type { DecodeState, LanguageModel } from "../LanguageModel.js"
+import { Rng } from "../Random.js"
+import { attendRow, type FloatArray, Grow, GrowInt, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
+import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
+import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
+
+/** A sequence being decoded: its keys and values per layer, and the final hidden state of its last token. */
+export class PolicyState implements DecodeState {
+  /** The tokens consumed so far. */
+  length: number
+  /** Per layer, `capacity` rows of `[key | value]` (2 x dModel). */
+  kv: Array<FloatArray>
+  /** The rows allocated in `kv`. */
+  capacity: number
+  /** The final-normed hidden state of the last token (what the output head reads). */
+  readonly last: FloatArray
+  constructor(length: number, kv: Array<FloatArray>, capacity: number, last: FloatArray) {
+    this.length = length
+    this.kv = kv
+    this.capacity = capacity
+    this.last = last
+  }
+}
+
+/** Options of `Policy.create`. */
+export interface PolicyOptions {
+  /** The seed of the initialisation (default 0). */
+  readonly seed?: number | undefined
+  /** Hold parameters and activations in float64 (for the gradient check); default false. */
+  readonly float64?: boolean | undefined
+}
+
+/** The policy: a small causal transformer, decodable step by step and trainable on batches of sequences. */
+export class Policy implements LanguageModel<PolicyState> {
+  /** The shape. */
+  readonly config: PolicyConfig
+  /** The number of token ids. */
+  readonly vocabSize: number
+  /** The most tokens a sequence may hold. */
+  readonly contextLength: number
+  /** Every parameter, in one buffer. */
+  readonly params: FloatArray
+  /** The gradient of every parameter (same layout), accumulated by `backwardBatch`. */
+  readonly grads: FloatArray
+  /** Whether the buffers are float64. */
+  readonly float64: boolean
+
+  private readonly layout: Layout
+  private readonly make: (n: number) => FloatArray
+  // decode scratch (rows of states decoded together)
+  private readonly decode: Record<"x" | "a" | "qkv" | "o" | "tmp" | "u" | "g" | "f" | "logits", Grow>
+  private readonly attRow: FloatArray
+  private readonly descending: Int32Array
+  private readonly acc: Float64Array
+  private readonly qs: Float64Array
+  private readonly logitsOut: Float32Array
+  private readonly one: Array<PolicyState> = []
+  private readonly rowStateBuf: Array<PolicyState | undefined> = []
+  private readonly rowPosDecode = new GrowInt()
+  private readonly oneId = new Int32Array(1)
+  // training workspace
+  private readonly batch: PackedBatch
+
+  private constructor(config: PolicyConfig, float64: boolean, params: FloatArray) {
+    checkConfig(config)
+    this.config = config
+    this.vocabSize = config.vocabSize
+    this.contextLength = config.contextLength
+    this.float64 = float64
+    this.layout = layoutOf(config)
+    this.make = float64 ? (n) => new Float64Array(n) : (n) => new Float32Array(n)
+    if (params.length !== this.layout.size) throw new RangeError("policy: parameter buffer has the wrong size")
+    this.params = params
+    this.grads = this.make(this.layout.size)
+    const d = config.dModel
+    this.attRow = this.make(config.nHeads * config.contextLength)
+    this.descending = new Int32Array(config.contextLength)
+    for (let i = 0; i < config.contextLength; i++) this.descending[i] = config.contextLength - 1 - i
+    this.acc = new Float64Array(d)
+    this.qs = new Float64Array(d)
+    this.logitsOut = new Float32Array(config.vocabSize)
+    const grow = () => new Grow(this.make)
+    this.decode = {
+      x: grow(),
+      a: grow(),
+      qkv: grow(),
+      o: grow(),
+      tmp: grow(),
+      u: grow(),
+      g: grow(),
+      f: grow(),
+      logits: grow()
+    }
+    this.batch = new PackedBatch(config, this.layout, params, this.grads, this.make, (n) => this.checkLength(n))
+  }
+
+  /** A freshly initialised policy (seeded; the same seed gives the same bits). */
+  static create(config: PolicyConfig = DEFAULT_POLICY_CONFIG, options: PolicyOptions = {}): Policy {
+    const float64 = options.float64 ?? false
+    const layout = layoutOf(config)
+    const params = float64 ? new Float64Array(layout.size) : new Float32Array(layout.size)
+    const policy = new Policy(config, float64, params)
+    policy.initialise(options.seed ?? 0)
+    return policy
+  }
+
+  /** A policy over existing parameters (taken, not copied). */
+  static fromParameters(config: PolicyConfig, params: FloatArray): Policy {
+    return new Policy(config, params instanceof Float64Array, params)
+  }
+
+  /** The number of parameters. */
+  get parameterCount(): number {
+    return this.layout.size
+  }
+
+  private initialise(seed: number): void {
+    const rng = new Rng(seed)
+    const c = this.config
+    const d = c.dModel
+    const p = this.params
+    const fill = (off: number, n: number, std: number) => {
+      for (let i = 0; i < n; i++) p[off + i] = rng.normal() * std
+    }
+    const ones = (off: number, n: number) => p.fill(1, off, off + n)
+    const L = this.layout
+    const residualStd = 1 / Math.sqrt(d) / Math.sqrt(2 * c.nLayers)
+    fill(L.tokEmb, c.vocabSize * d, 0.5)
+    fill(L.posEmb, c.contextLength * d, 0.5)
+    for (const l of L.layers) {
+      ones(l.ln1, d)
+      fill(l.wqkv, 3 * d * d, 1 / Math.sqrt(d))
+      fill(l.wo, d * d, residualStd)
+      ones(l.ln2, d)
+      fill(l.w1, c.dFf * d, 1 / Math.sqrt(d))
+      // b1 stays zero
+      fill(l.w2, d * c.dFf, 1 / Math.sqrt(c.dFf) / Math.sqrt(2 * c.nLayers))
+      // b2 stays zero
+    }
+    ones(L.lnF, d)
+    fill(L.wout, c.vocabSize * d, 0.5 / Math.sqrt(d))
+    // bout stays zero
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Decoding
+  // -------------------------------------------------------------------------------------------------------
+
+  /** Consume a prompt (at least one token); `logits(state)` is then the next token's distribution. */
+  readonly prefill = (ids: ArrayLike<number>): PolicyState => {
+    if (ids.length === 0) throw new RangeError("prefill: the prompt must hold at least one token")
+    this.checkLength(ids.length)
+    let capacity = 16
+    while (capacity < ids.length + 16) capacity *= 2
+    capacity = Math.min(capacity, this.contextLength)
+    const d = this.config.dModel
+    const kv = Array.from({ length: this.config.nLayers }, () => this.make(capacity * 2 * d))
+    const state = new PolicyState(0, kv, capacity, this.make(d))
+    this.extend(state, ids)
+    return state
+  }
+
+  /** A copy of a state (for several completions of one prompt). */
+  readonly fork = (state: PolicyState): PolicyState => {
+    const row = 2 * this.config.dModel
+    const capacity = Math.min(this.contextLength, Math.max(16, state.length + 16))
+    const kv = state.kv.map((src) => {
+      const dst = this.make(capacity * row)
+      dst.set(src.subarray(0, state.length * row))
+      return dst
+    })
+    const last = this.make(this.config.dModel)
+    last.set(state.last)
+    return new PolicyState(state.length, kv, capacity, last)
+  }
+
+  /** Consume one more token. */
+  readonly advance = (state: PolicyState, id: number): void => {
+    this.oneId[0] = id
+    this.extend(state, this.oneId)
+  }
+
+  /**
+   * Consume several tokens at once (all rows of the forward pass together): the same state, bit for bit, as
+   * advancing token by token, in a fraction of the time.
+   */
+  readonly extend = (state: PolicyState, ids: ArrayLike<number>): void => {
+    const n = ids.length
+    if (n === 0) return
+    this.checkLength(state.length + n)
+    while (state.capacity < state.length + n) this.growState(state)
+    const rowState = this.rowStates(n)
+    const rowPos = this.rowPosDecode.need(n)
+    for (let i = 0; i < n; i++) {
+      rowState[i] = state
+      rowPos[i] = state.length + i
+    }
+    this.forwardRows(rowState, rowPos, ids, n)
+    state.length += n
+    rowState.fill(undefined, 0, n)
+  }
+
+  /**
+   * Consume one more token in each of `count` states at once (`ids[i]` into `states[i]`, distinct states): a
+   * batched `advance`, with the same results bit for bit, faster per token.
+   */
+  readonly advanceMany = (
+    states: ReadonlyArray<PolicyState>,
+    ids: ArrayLike<number>,
+    count: number = states.length
+  ): void => {
+    const rowState = this.rowStates(count)
+    const rowPos = this.rowPosDecode.need(count)
+    for (let b = 0; b < count; b++) {
+      const s = states[b]!
+      this.checkLength(s.length + 1)
+      if (s.capacity < s.length + 1) this.growState(s)
+      rowState[b] = s
+      rowPos[b] = s.length
+    }
+    this.forwardRows(rowState, rowPos, ids, count)
+    for (let b = 0; b < count; b++) states[b]!.length += 1
+    rowState.fill(undefined, 0, count)
+  }
+
+  /** The next-token logits after the state's tokens (written into `out`, or a reused buffer). */
+  readonly logits = (state: PolicyState, out?: Float32Array): Float32Array => {
+    this.one[0] = state
+    const o = this.logitsMany(this.one, out ?? this.logitsOut, 1)
+    this.one.pop()
+    return o
+  }
+
+  /**
+   * The next-token logits of `count` states at once, row i (at `i * vocabSize`) of `out` for `states[i]`; the
+   * same bits as `logits` for each.
+   */
+  readonly logitsMany = (
+    states: ReadonlyArray<PolicyState>,
+    out: Float32Array,
+    count: number = states.length
+  ): Float32Array => {
+    const d = this.config.dModel
+    const V = this.vocabSize
+    if (out.length < count * V) throw new RangeError("logitsMany: the output buffer is too small")
+    const f = this.decode.f.need(count * d)
+    for (let b = 0; b < count; b++) {
+      const s = states[b]!
+      if (s.length === 0) throw new RangeError("logits: the state holds no token")
+      for (let e = 0; e < d; e++) f[b * d + e] = s.last[e]!
+    }
+    if (this.float64) {
+      const t = this.decode.logits.need(count * V)
+      matmulNT(t, 0, V, f, 0, d, this.params, this.layout.wout, d, count, V, d, this.params, this.layout.bout, false)
+      for (let i = 0; i < count * V; i++) out[i] = t[i]!
+    } else {
+      matmulNT(out, 0, V, f, 0, d, this.params, this.layout.wout, d, count, V, d, this.params, this.layout.bout, false)
+    }
+    return out
+  }
+
+  /** The log-probability of each `ids[t]` given `ids[0 .. t-1]`, for t from `from` (NaN for t = 0). */
+  readonly scoreTokens = (ids: ArrayLike<number>, from: number): Float32Array => {
+    const want = new Uint8Array(ids.length)
+    for (let t = Math.max(1, from); t < ids.length; t++) want[t] = 1
+    const out = this.forwardBatch([ids], [want], { keepActivations: false })
+    return Float32Array.from(out.logprobs[0]!.subarray(Math.max(0, from)))
+  }
+
+  private checkLength(n: number): void {
+    if (n > this.contextLength) {
+      throw new RangeError(
+        `This model's maximum context length is ${this.contextLength} tokens; the sequence would hold ${n} tokens`
+      )
+    }
+  }
+
+  private rowStates(n: number): Array<PolicyState | undefined> {
+    while (this.rowStateBuf.length < n) this.rowStateBuf.push(undefined)
+    return this.rowStateBuf
+  }
+
+  /**
+   * The forward pass of B decoding rows: row b is token `ids[b]` at position `rowPos[b]` of `rowState[b]`
+   * (whose cache holds every earlier position, or gets it from an earlier row of this call). Writes each row's
+   * keys and values into its state's cache and its final hidden state into the state's `last`.
+   */
+  private forwardRows(
+    rowState: ReadonlyArray<PolicyState | undefined>,
+    rowPos: Int32Array,
+    ids: ArrayLike<number>,
+    B: number
+  ): void {
+    const c = this.config
+    const d = c.dModel
+    const F = c.dFf
+    const H = c.nHeads
+    const dh = d / H
+    const P = this.params
+    const L = this.layout
+    const D = this.decode
+    const x = D.x.need(B * d)
+    const a = D.a.need(B * d)
+    const qkv = D.qkv.need(B * 3 * d)
+    const o = D.o.need(B * d)
+    const tmp = D.tmp.need(B * d)
+    const u = D.u.need(B * F)
+    const g = D.g.need(B * F)
+    for (let b = 0; b < B; b++) {
+      const id = ids[b]!
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new RangeError(`token id ${id} out of range`)
+      const te = L.tokEmb + id * d
+      const pe = L.posEmb + rowPos[b]! * d
+      for (let e = 0; e < d; e++) x[b * d + e] = P[te + e]! + P[pe + e]!
+    }
+    const desc = this.descending
+    const top = this.contextLength - 1
+    for (let l = 0; l < c.nLayers; l++) {
+      const w = L.layers[l]!
+      for (let b = 0; b < B; b++) rmsNormRow(a, b * d, x, b * d, P, w.ln1, d)
+      matmulNT(qkv, 0, 3 * d, a, 0, d, P, w.wqkv, d, B, 3 * d, d, null, 0, false)
+      for (let b = 0; b < B; b++) {
+        const kv = rowState[b]!.kv[l]!
+        const base = rowPos[b]! * 2 * d
+        for (let e = 0; e < 2 * d; e++) kv[base + e] = qkv[b * 3 * d + d + e]!
+      }
+      for (let b = 0; b < B; b++) {
+        const pos = rowPos[b]!
+        // Rows pos, pos - 1, ..., 0: a window of the descending index array.
+        attendRow(
+          qkv,
+          b * 3 * d,
+          rowState[b]!.kv[l]!,
+          2 * d,
+          0,
+          d,
+          desc,
+          top - pos,
+          pos + 1,
+          o,
+          b * d,
+          this.attRow,
+          0,
+          H,
+          dh,
+          this.acc,
+          this.qs
+        )
+      }
+      matmulNT(tmp, 0, d, o, 0, d, P, w.wo, d, B, d, d, null, 0, false)
+      for (let i = 0; i < B * d; i++) x[i] = x[i]! + tmp[i]!
+      for (let b = 0; b < B; b++) rmsNormRow(a, b * d, x, b * d, P, w.ln2, d)
+      matmulNT(u, 0, F, a, 0, d, P, w.w1, d, B, F, d, P, w.b1, false)
+      geluRange(g, u, 0, B * F)
+      matmulNT(tmp, 0, d, g, 0, F, P, w.w2, F, B, d, F, P, w.b2, false)
+      for (let i = 0; i < B * d; i++) x[i] = x[i]! + tmp[i]!
+    }
+    for (let b = 0; b < B; b++) rmsNormRow(rowState[b]!.last, 0, x, b * d, P, L.lnF, d)
+  }
+
+  private growState(state: PolicyState): void {
+    const row = 2 * this.config.dModel
+    const capacity = Math.min(this.contextLength, Math.max(16, state.capacity * 2))
+    state.kv = state.kv.map((src) => {
+      const dst = this.make(capacity * row)
+      dst.set(src.subarray(0, state.length * row))
+      return dst
+    })
+    state.capacity = capacity
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+  // Training
+  // -------------------------------------------------------------------------------------------------------
+
+  /** Set every gradient to zero. */
+  zeroGrads(): void {
+    this.grads.fill(0)
+  }
+
+  /**
+   * The forward pass over a batch of whole sequences, packed as a prefix tree. `want[s][t] = 1` asks for
+   * the logprob of token t of sequence s (t >= 1). Keeps the activations for `backwardBatch` unless
+   * `keepActivations` is false; the next `forwardBatch` (or `scoreTokens`) replaces them.
+   */
+  forwardBatch(
+    sequences: ReadonlyArray<ArrayLike<number>>,
+    want: ReadonlyArray<ArrayLike<number>>,
+    options: { readonly keepActivations?: boolean | undefined } = {}
+  ): BatchOutput {
+    return this.batch.forward(sequences, want, options)
+  }
+
+  /**
+   * The backward pass of the last `forwardBatch`: given d(loss)/d(logprob) for every asked-for token (same
+   * shape as its `logprobs`; other entries ignored), add d(loss)/d(parameter) to `grads`.
+   */
+  backwardBatch(dLogprobs: ReadonlyArray<ArrayLike<number>>): void {
+    this.batch.backward(dLogprobs)
+  }
+}
