@@ -1,0 +1,176 @@
+/**
+ * Pretraining of the embedded engine's base model on its own corpus (`Corpus.ts`): next-token prediction over
+ * packed conversations, with the engine's policy, its batched forward and backward passes and its AdamW step.
+ *
+ * Deterministic: one thread, a fixed order of operations, the corpus and the initial weights drawn from the
+ * seed. The same options give the same weights bit for bit, so the shipped file is reproducible, and a test can
+ * re-run the first steps and compare their checksum with the one the full run recorded.
+ *
+ * A step is 2,048 tokens: two sequences of up to 1,024 tokens (three steps in four) or one of up to 2,048 (the
+ * fourth), each packed with whole conversations, so that every learned position up to the context length is
+ * trained while most of the compute goes to the lengths agents use. Assistant tokens weigh 1 in the loss, the
+ * rest (tools, questions, results) 0.25: the model learns to read them, and mostly to answer.
+ */
+import { createHash } from "node:crypto"
+import { adamStep, makeAdamState } from "../../src/local/engine/Optimizer.js"
+import { saveCheckpoint } from "../../src/local/engine/policy/Checkpoint.js"
+import { Policy } from "../../src/local/engine/policy/Policy.js"
+import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from "../../src/local/engine/policy/PolicyConfig.js"
+import { Corpus, type RenderedConversation } from "./Corpus.js"
+
+/** What a pretraining run is: every field the weights depend on. */
+export interface PretrainOptions {
+  /** The seed of the initial weights and of the corpus. */
+  readonly seed: number
+  /** The optimiser steps. */
+  readonly steps: number
+  /** The model's shape. */
+  readonly config: PolicyConfig
+  /** The peak learning rate (after warm-up; cosine decay to a tenth of it at the last step). */
+  readonly learningRate: number
+  /** The steps of linear warm-up. */
+  readonly warmupSteps: number
+  /** The loss weight of tokens outside assistant turns (assistant tokens weigh 1). */
+  readonly contextWeight: number
+}
+
+/** The base model's shape: the engine's default policy with a 2,048-token context (as `effect-rl/tiny-2k`). */
+export const BASE_CONFIG: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 }
+
+/** The run that made the shipped weights. */
+export const SHIPPED_RUN: PretrainOptions = {
+  seed: 1,
+  steps: 900,
+  config: BASE_CONFIG,
+  learningRate: 3e-3,
+  warmupSteps: 30,
+  contextWeight: 0.25
+}
+
+/** The steps after which a run records the checksum that the test reproduces. */
+export const PREFIX_STEPS = 2
+
+/** What one step did. */
+export interface StepReport {
+  readonly step: number
+  /** The mean negative log-likelihood (nats per token) of the step's assistant tokens. */
+  readonly assistantLoss: number
+  /** The mean negative log-likelihood of the step's other tokens. */
+  readonly contextLoss: number
+  readonly tokens: number
+  readonly learningRate: number
+  readonly gradNorm: number
+}
+
+/** The learning rate of a step (1-based): linear warm-up, then cosine decay to a tenth. */
+export const learningRateAt = (options: PretrainOptions, step: number): number => {
+  if (step <= options.warmupSteps) return (options.learningRate * step) / options.warmupSteps
+  const t = (step - options.warmupSteps) / Math.max(1, options.steps - options.warmupSteps)
+  return options.learningRate * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))))
+}
+
+/** The sequence length and count of a step (1-based). */
+export const shapeOfStep = (step: number): { readonly length: number; readonly count: number } =>
+  step % 4 === 0 ? { length: 2048, count: 1 } : { length: 1024, count: 2 }
+
+/** Packs a corpus's conversations into sequences of at most a given length, in order. */
+export class Packer {
+  private pending: RenderedConversation | undefined
+  constructor(private readonly corpus: Corpus) {}
+  /** The next sequence: whole conversations while they fit (a first one longer than `length` is cut). */
+  next(length: number): { readonly ids: Int32Array; readonly assistant: Uint8Array } {
+    const ids: Array<number> = []
+    const assistant: Array<number> = []
+    for (;;) {
+      const c = this.pending ?? this.corpus.nextRendered()
+      this.pending = undefined
+      if (ids.length + c.ids.length > length) {
+        if (ids.length === 0) {
+          for (let i = 0; i < length; i++) {
+            ids.push(c.ids[i]!)
+            assistant.push(c.assistant[i]!)
+          }
+        } else this.pending = c
+        break
+      }
+      for (let i = 0; i < c.ids.length; i++) {
+        ids.push(c.ids[i]!)
+        assistant.push(c.assistant[i]!)
+      }
+    }
+    return { ids: Int32Array.from(ids), assistant: Uint8Array.from(assistant) }
+  }
+}
+
+/** The SHA-256 of bytes, in hex. */
+export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
+
+/**
+ * Run pretraining: `onStep` sees each step's report and the policy after it (to log, to checksum a prefix, to
+ * save snapshots). Stops after `stopAfter` steps when given (the schedule is still that of `steps`).
+ */
+export const pretrain = (
+  options: PretrainOptions,
+  onStep: (report: StepReport, policy: Policy) => void = () => {},
+  stopAfter: number = options.steps
+): Policy => {
+  const policy = Policy.create(options.config, { seed: options.seed })
+  const adam = makeAdamState(policy.parameterCount)
+  const packer = new Packer(new Corpus(options.seed))
+  for (let step = 1; step <= Math.min(stopAfter, options.steps); step++) {
+    const shape = shapeOfStep(step)
+    const sequences = Array.from({ length: shape.count }, () => packer.next(shape.length))
+    const want = sequences.map((s) => {
+      const w = new Uint8Array(s.ids.length).fill(1)
+      w[0] = 0
+      return w
+    })
+    let total = 0
+    for (const s of sequences) {
+      for (let t = 1; t < s.ids.length; t++) total += s.assistant[t] === 1 ? 1 : options.contextWeight
+    }
+    policy.zeroGrads()
+    const out = policy.forwardBatch(
+      sequences.map((s) => s.ids),
+      want
+    )
+    let aLoss = 0
+    let aCount = 0
+    let cLoss = 0
+    let cCount = 0
+    const dLogprobs = sequences.map((s, k) => {
+      const lp = out.logprobs[k]!
+      const g = new Float64Array(s.ids.length)
+      for (let t = 1; t < s.ids.length; t++) {
+        if (s.assistant[t] === 1) {
+          aLoss -= lp[t]!
+          aCount++
+          g[t] = -1 / total
+        } else {
+          cLoss -= lp[t]!
+          cCount++
+          g[t] = -options.contextWeight / total
+        }
+      }
+      return g
+    })
+    policy.backwardBatch(dLogprobs)
+    const learningRate = learningRateAt(options, step)
+    const { gradNorm } = adamStep(policy.params, policy.grads, adam, learningRate)
+    onStep(
+      {
+        step,
+        assistantLoss: aLoss / Math.max(1, aCount),
+        contextLoss: cLoss / Math.max(1, cCount),
+        tokens: out.tokens,
+        learningRate,
+        gradNorm
+      },
+      policy
+    )
+  }
+  return policy
+}
+
+/** The checksum of a policy's weights as shipped (a checkpoint of the parameters, without optimiser state). */
+export const weightsChecksum = (policy: Policy): string => sha256(saveCheckpoint(policy))
