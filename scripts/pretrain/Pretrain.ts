@@ -6,10 +6,11 @@
  * seed. The same options give the same weights bit for bit, so the shipped file is reproducible, and a test can
  * re-run the first steps and compare their checksum with the one the full run recorded.
  *
- * A step is 2,048 tokens: two sequences of up to 1,024 tokens (three steps in four) or one of up to 2,048 (the
- * fourth), each packed with whole conversations, so that every learned position up to the context length is
- * trained while most of the compute goes to the lengths agents use. Assistant tokens weigh 1 in the loss, the
- * rest (tools, questions, results) 0.25: the model learns to read them, and mostly to answer.
+ * A step is about 2,048 tokens: three steps in four, a batch of whole conversations, each its own sequence from
+ * position 0 (as an agent's prompt is, and attention costs only the conversation's own length); the fourth, one
+ * sequence of 2,048 tokens packed with conversations one after another, so that every learned position up to
+ * the context length is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results)
+ * 0.25: the model learns to read them, and mostly to answer.
  */
 import { createHash } from "node:crypto"
 import { adamStep, makeAdamState } from "../../src/local/engine/Optimizer.js"
@@ -40,7 +41,7 @@ export const BASE_CONFIG: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, contextLeng
 /** The run that made the shipped weights. */
 export const SHIPPED_RUN: PretrainOptions = {
   seed: 1,
-  steps: 900,
+  steps: 600,
   config: BASE_CONFIG,
   learningRate: 3e-3,
   warmupSteps: 30,
@@ -69,14 +70,32 @@ export const learningRateAt = (options: PretrainOptions, step: number): number =
   return options.learningRate * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))))
 }
 
-/** The sequence length and count of a step (1-based). */
-export const shapeOfStep = (step: number): { readonly length: number; readonly count: number } =>
-  step % 4 === 0 ? { length: 2048, count: 1 } : { length: 1024, count: 2 }
+/** The tokens of a step's batch. */
+export const STEP_TOKENS = 2048
+
+/** Whether a step (1-based) trains on one packed sequence of `STEP_TOKENS` rather than separate conversations. */
+export const isPackedStep = (step: number): boolean => step % 4 === 0
 
 /** Packs a corpus's conversations into sequences of at most a given length, in order. */
 export class Packer {
   private pending: RenderedConversation | undefined
   constructor(private readonly corpus: Corpus) {}
+  /** The next conversations, each a sequence, while their tokens add up to at most `tokens` (at least one). */
+  separate(tokens: number): Array<{ readonly ids: Int32Array; readonly assistant: Uint8Array }> {
+    const out: Array<{ readonly ids: Int32Array; readonly assistant: Uint8Array }> = []
+    let total = 0
+    for (;;) {
+      const c = this.pending ?? this.corpus.nextRendered()
+      this.pending = undefined
+      if (out.length > 0 && total + c.ids.length > tokens) {
+        this.pending = c
+        return out
+      }
+      const n = Math.min(c.ids.length, tokens)
+      out.push({ ids: Int32Array.from(c.ids.slice(0, n)), assistant: c.assistant.slice(0, n) })
+      total += n
+    }
+  }
   /** The next sequence: whole conversations while they fit (a first one longer than `length` is cut). */
   next(length: number): { readonly ids: Int32Array; readonly assistant: Uint8Array } {
     const ids: Array<number> = []
@@ -118,8 +137,7 @@ export const pretrain = (
   const adam = makeAdamState(policy.parameterCount)
   const packer = new Packer(new Corpus(options.seed))
   for (let step = 1; step <= Math.min(stopAfter, options.steps); step++) {
-    const shape = shapeOfStep(step)
-    const sequences = Array.from({ length: shape.count }, () => packer.next(shape.length))
+    const sequences = isPackedStep(step) ? [packer.next(STEP_TOKENS)] : packer.separate(STEP_TOKENS)
     const want = sequences.map((s) => {
       const w = new Uint8Array(s.ids.length).fill(1)
       w[0] = 0
