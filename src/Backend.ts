@@ -22,12 +22,12 @@
 import type { PlatformError } from "@effect/platform/Error"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import * as Config from "effect/Config"
 import type { ConfigError } from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as InferenceClient from "./client/InferenceClient.js"
+import { API_KEY_ENV, secretSetting } from "./client/internal/config.js"
 import * as TraceClient from "./client/TraceClient.js"
 import * as TrainingClient from "./client/TrainingClient.js"
 import * as LocalBackend from "./LocalBackend.js"
@@ -85,12 +85,12 @@ export const hosted = (options: HostedOptions = {}): Layer.Layer<Clients, Config
     TraceClient.layerConfig(options.trace)
   ).pipe(Layer.provide(NodeHttpClient.layerUndici))
 
-/** `hosted()` when `WANDB_API_KEY` is set in the environment, else `local(options)`. */
+/** `hosted()` when `WANDB_API_KEY` is set in the environment (and not empty), else `local(options)`. */
 export const fromEnv = (
   options: LocalOptions = {}
 ): Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError> =>
   Layer.unwrapEffect(
-    Effect.map(Config.option(Config.redacted("WANDB_API_KEY")), (key) =>
+    Effect.map(secretSetting(API_KEY_ENV), (key) =>
       Option.isSome(key)
         ? hosted()
         : (local(options) as Layer.Layer<Clients, PlatformError | ServeError | ConfigError | LocalBackend.DataDirError>)

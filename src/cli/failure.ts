@@ -4,6 +4,8 @@
  *
  * @since 0.1.0
  */
+import type * as HelpDoc from "@effect/cli/HelpDoc"
+import type * as Span from "@effect/cli/HelpDoc/Span"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
@@ -61,6 +63,51 @@ const messageOf = (error: unknown): string => {
   return String(error)
 }
 
+const spanText = (span: Span.Span): string => {
+  switch (span._tag) {
+    case "Text":
+    case "URI":
+      return span.value
+    case "Sequence":
+      return spanText(span.left) + spanText(span.right)
+    default:
+      return spanText(span.value)
+  }
+}
+
+/** A help document's words, without styling, on one line. */
+export const textOf = (doc: HelpDoc.HelpDoc): string => {
+  switch (doc._tag) {
+    case "Empty":
+      return ""
+    case "Header":
+    case "Paragraph":
+      return spanText(doc.value)
+    case "DescriptionList":
+      return doc.definitions.map(([span, inner]) => `${spanText(span)}: ${textOf(inner)}`).join("; ")
+    case "Enumeration":
+      return doc.elements.map(textOf).join("; ")
+    case "Sequence":
+      return [textOf(doc.left), textOf(doc.right)].filter((text) => text !== "").join(" ")
+  }
+}
+
+/** @effect/cli's wording of a refused invocation, where it has a plainer one here. */
+const REWORDED: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^Expected to find option: '(.+)'$/, "$1 is required"],
+  [/^Received unknown argument: '(.*)'$/, "unexpected argument '$1'"],
+  [/^Path '(.*)' must exist$/, "'$1' does not exist"],
+  [/^Expected path '(.*)' to be a (file|directory)$/, "'$1' is not a $2"],
+  [/^Missing argument (<.+>)$/, "$1 is required"]
+]
+
+/** What @effect/cli said when it refused the invocation, as one line (without the help it may append). */
+export const parserMessage = (error: ValidationError.ValidationError): string => {
+  const text = textOf(error.error).replace(/\s+/g, " ").trim()
+  const [pattern, replacement] = REWORDED.find(([pattern]) => pattern.test(text)) ?? []
+  return pattern === undefined ? text : text.replace(pattern, replacement!)
+}
+
 /** The exit code and the sentence of a command's failure (`undefined` for an interruption: Ctrl-C is no error). */
 export const render = (
   command: string,
@@ -70,8 +117,9 @@ export const render = (
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
-    // @effect/cli has printed its own message for an invocation it could not parse.
-    if (ValidationError.isValidationError(error)) return { exitCode: 2, sentence: undefined }
+    // An invocation @effect/cli refused (which it does not print: see main.ts).
+    if (ValidationError.isValidationError(error))
+      return { exitCode: 2, sentence: `${command}: ${parserMessage(error)}` }
     if (error instanceof CliFailure) {
       return { exitCode: error.kind === "Usage" ? 2 : 1, sentence: `${command}: ${error.sentence}` }
     }

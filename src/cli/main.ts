@@ -33,6 +33,7 @@
 import { homedir } from "node:os"
 import { join, resolve } from "node:path"
 import * as Args from "@effect/cli/Args"
+import type * as CliApp from "@effect/cli/CliApp"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
@@ -51,15 +52,20 @@ import * as TrainingClient from "../client/TrainingClient.js"
 import type * as Example from "../Example.js"
 import { version } from "../internal/version.js"
 import { failed, render, usage } from "./failure.js"
+import { commandPage, describe, rootPage, table, terminalOf } from "./help.js"
+import { read } from "./invocation.js"
 
 const json = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
-/** An option's value refused, in the command's own words (shown by @effect/cli, exit code 2). */
+/** An option's value refused, in the command's own words (rendered by `render`, exit code 2). */
 const refuse = (message: string) => ValidationError.invalidValue(HelpDoc.p(message))
 
-/** An integer option within bounds, with a message naming the flag and the value given. */
-const integer = (name: string, what: string, bounds: { readonly min: number; readonly max: number }) =>
-  Options.text(name).pipe(
+/** A flag's value shown as `<pseudo>` in the help: text of a given kind (a host, a URL, a name). */
+const text = (name: string, pseudo: string) => Options.text(name).pipe(Options.withPseudoName(pseudo))
+
+/** An integer flag within bounds, shown as `<pseudo>`, with a message naming the flag and the value given. */
+const integer = (name: string, pseudo: string, what: string, bounds: { readonly min: number; readonly max: number }) =>
+  text(name, pseudo).pipe(
     Options.mapEffect((raw) => {
       const n = Number(raw)
       return /^-?\d+$/.test(raw) && n >= bounds.min && n <= bounds.max
@@ -68,17 +74,20 @@ const integer = (name: string, what: string, bounds: { readonly min: number; rea
     })
   )
 
-/** An optional flag taking a positive whole number, described. */
-const positive = (name: string, description: string) =>
-  integer(name, "a positive whole number", { min: 1, max: 1_000_000_000 }).pipe(
-    Options.withDescription(description),
-    Options.optional
+/** An optional flag taking a positive whole number, shown as `<pseudo>`, described. */
+const positive = (name: string, pseudo: string, description: string) =>
+  integer(name, pseudo, "a positive whole number", { min: 1, max: 1_000_000_000 }).pipe(
+    Options.optional,
+    describe(description)
   )
+
+/** A setting of the environment: an empty one (`WANDB_API_KEY=`) counts as unset. */
+const isSet = (name: string) => (process.env[name] ?? "").trim() !== ""
 
 /** The hosted service's environment, checked before a command calls it. */
 const remote = (urlEnv: string) =>
   Effect.suspend(() =>
-    process.env.WANDB_API_KEY === undefined && process.env[urlEnv] === undefined
+    !isSet("WANDB_API_KEY") && !isSet(urlEnv)
       ? Effect.fail(
           failed(
             `no WANDB_API_KEY is set: set it for the hosted service, or run \`effect-rl serve\` and set ${urlEnv} to the URL it prints and WANDB_API_KEY to its key`
@@ -91,37 +100,40 @@ const Clients = Layer.mergeAll(TrainingClient.layerConfig(), InferenceClient.lay
   Layer.provide(NodeHttpClient.layerUndici)
 )
 
-const health = Command.make("health", {}, () =>
+const healthTable = table("health", "the training service's health and system check", {})
+
+const health = Command.make("health", healthTable.config, () =>
   Effect.gen(function* () {
     yield* remote(TrainingClient.URL_ENV)
     const client = yield* TrainingClient.TrainingClient
     yield* json({ health: yield* client.health, system_check: yield* client.systemCheck })
   }).pipe(Effect.provide(Clients))
-).pipe(Command.withDescription("the training service's health and system check"))
+).pipe(Command.withDescription(healthTable.help.description))
 
-const models = Command.make(
-  "models",
-  {
-    project: Options.text("project").pipe(
-      Options.withDescription("the project (team/project) to list for, sent as OpenAI-Project"),
-      Options.optional
-    )
-  },
-  ({ project }) =>
-    Effect.gen(function* () {
-      yield* remote(InferenceClient.URL_ENV)
-      const client = yield* InferenceClient.InferenceClient
-      yield* json(yield* client.listModels({ project: Option.getOrUndefined(project) }))
-    }).pipe(Effect.provide(Clients))
-).pipe(Command.withDescription("the inference service's model list"))
+const modelsTable = table("models", "the inference service's model list", {
+  project: text("project", "team/project").pipe(
+    Options.optional,
+    describe("the project to list for, sent as OpenAI-Project")
+  )
+})
 
-const baseModels = Command.make("base-models", {}, () =>
+const models = Command.make("models", modelsTable.config, ({ project }) =>
+  Effect.gen(function* () {
+    yield* remote(InferenceClient.URL_ENV)
+    const client = yield* InferenceClient.InferenceClient
+    yield* json(yield* client.listModels({ project: Option.getOrUndefined(project) }))
+  }).pipe(Effect.provide(Clients))
+).pipe(Command.withDescription(modelsTable.help.description))
+
+const baseModelsTable = table("base-models", "the trainable base models", {})
+
+const baseModels = Command.make("base-models", baseModelsTable.config, () =>
   Effect.gen(function* () {
     yield* remote(TrainingClient.URL_ENV)
     const client = yield* TrainingClient.TrainingClient
     yield* json(yield* client.listBaseModels)
   }).pipe(Effect.provide(Clients))
-).pipe(Command.withDescription("the trainable base models"))
+).pipe(Command.withDescription(baseModelsTable.help.description))
 
 /**
  * The examples' registry (`examples/index`): beside `src/` when this runs from source (tsx), in `dist/examples/`
@@ -136,277 +148,286 @@ const loadExamples = Effect.promise(
     }>
 ).pipe(Effect.map((module) => module.examples))
 
-const train = Command.make(
+const trainTable = table(
   "train",
+  "train one of the package's examples (on the hosted service if WANDB_API_KEY is set, else on the embedded backend)",
   {
     example: Args.text({ name: "example" }).pipe(
-      Args.withDescription("the example to train (without one, the list)"),
-      Args.optional
+      Args.optional,
+      describe("the example to train (without one, the list)")
     ),
-    steps: integer("steps", "a positive integer", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
-      Options.withDescription("training steps (default: the example's)"),
-      Options.optional
+    steps: integer("steps", "n", "a positive integer", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
+      Options.optional,
+      describe("training steps (default: the example's)")
     ),
-    dataDir: Options.text("data-dir").pipe(
-      Options.withDescription("keep the embedded backend's data here (default: a temporary directory)"),
-      Options.optional
+    dataDir: Options.directory("data-dir").pipe(
+      Options.withPseudoName("dir"),
+      Options.optional,
+      describe("keep the embedded backend's data here (default: a temporary directory)")
     ),
-    baseModel: Options.text("base-model").pipe(
-      Options.withDescription("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)"),
-      Options.optional
+    baseModel: text("base-model", "name").pipe(
+      Options.optional,
+      describe("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)")
     ),
-    model: Options.text("model").pipe(Options.withDescription("the trained model's name"), Options.optional),
-    trace: Options.text("trace").pipe(
+    model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
+    trace: text("trace", "entity/project").pipe(
       Options.mapEffect((project) =>
         /^[^/\s]+\/[^/\s]+$/.test(project)
           ? Effect.succeed(project)
           : Effect.fail(refuse(`--trace must be a project as entity/project, got '${project}'`))
       ),
-      Options.withDescription("trace the run into this project (entity/project) of the trace service"),
-      Options.optional
+      Options.optional,
+      describe("trace the run into this project of the trace service")
     ),
-    cluster: Options.text("cluster").pipe(
-      Options.withDescription("run the rollouts on this cluster's runners (postgres://... or sqlite:<file>)"),
-      Options.optional
+    cluster: text("cluster", "url").pipe(
+      Options.optional,
+      describe("run the rollouts on this cluster's runners (postgres://... or sqlite:<file>)")
     )
-  },
-  (flags) =>
-    Effect.gen(function* () {
-      const examples = yield* loadExamples
-      const names = Object.keys(examples).sort()
-      if (Option.isNone(flags.example)) {
-        return yield* Console.log(`examples: ${names.join(", ")}\nrun one with: effect-rl train <example>`)
-      }
-      const example = examples[flags.example.value]
-      if (example === undefined) {
-        return yield* usage(`unknown example '${flags.example.value}'; examples: ${names.join(", ")}`)
-      }
-      const { run } = yield* Effect.promise(() => import("../Example.js"))
-      const dataDir = Option.getOrUndefined(flags.dataDir)
-      yield* run(example, {
-        ...(Option.isSome(flags.steps) ? { steps: flags.steps.value } : {}),
-        baseModel: Option.getOrUndefined(flags.baseModel),
-        modelName: Option.getOrUndefined(flags.model),
-        ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
-        ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {}),
-        // In a terminal, the embedded backend's dashboard stays up after the run for a person to look at.
-        keepServing: process.stdout.isTTY === true && process.stdin.isTTY === true,
-        ...(Option.isSome(flags.cluster) ? { cluster: flags.cluster.value } : {})
-      })
-    })
-).pipe(Command.withDescription("train one of the package's examples (hosted if WANDB_API_KEY is set, else locally)"))
-
-const serve = Command.make(
-  "serve",
-  {
-    host: Options.text("host").pipe(
-      Options.withDescription("the address to listen on"),
-      Options.withDefault("127.0.0.1")
-    ),
-    port: integer("port", "a port from 0 to 65535", { min: 0, max: 65_535 }).pipe(
-      Options.withDescription("the port (0: a free one)"),
-      Options.withDefault(0)
-    ),
-    dataDir: Options.text("data-dir").pipe(
-      Options.withDescription("where the store and the key live"),
-      Options.withDefault(join(homedir(), ".effect-rl"))
-    ),
-    apiKey: Options.text("api-key").pipe(
-      Options.withDescription("the key clients must send (also EFFECT_RL_API_KEY; default: stored, else generated)"),
-      Options.optional
-    ),
-    maxBodySize: integer("max-body-size", "a positive number of bytes", { min: 1, max: Number.MAX_SAFE_INTEGER }).pipe(
-      Options.withDescription("the largest request body accepted, in bytes (default 64 MiB)"),
-      Options.optional
-    ),
-    maxN: positive("max-n", "the most choices (n) one completion may ask for (default 128)"),
-    maxRequestTokens: positive(
-      "max-request-tokens",
-      "the most tokens one completion may sample, n times its token limit (default 16384)"
-    ),
-    maxQueuedTokens: positive(
-      "max-queued-tokens",
-      "the most tokens all admitted completions may still sample; beyond, a 429 (default 262144)"
-    ),
-    requestTimeout: positive("request-timeout", "seconds a request may take to arrive whole; then a 408 (default 60)"),
-    idleTimeout: positive("idle-timeout", "seconds an idle keep-alive connection stays open (default 5)"),
-    allowDirs: Options.directory("allow-dir", { exists: "yes" }).pipe(
-      Options.repeated,
-      Options.withDescription(
-        "a directory whose files SFT jobs may name as file:// training_data_url (repeatable; default: none)"
-      )
-    ),
-    allowHttp: Options.boolean("allow-http").pipe(
-      Options.withDescription("fetch SFT training_data_url http(s) URLs, wherever they point (default: refused)")
-    )
-  },
-  (flags) =>
-    Effect.flatMap(
-      Effect.promise(() => import("./serve.js")),
-      (implementation) =>
-        implementation.serve({
-          host: flags.host,
-          port: flags.port,
-          dataDir: resolve(flags.dataDir),
-          apiKey: Option.getOrUndefined(flags.apiKey),
-          maxBodySize: Option.getOrUndefined(flags.maxBodySize),
-          maxN: Option.getOrUndefined(flags.maxN),
-          maxRequestTokens: Option.getOrUndefined(flags.maxRequestTokens),
-          maxQueuedTokens: Option.getOrUndefined(flags.maxQueuedTokens),
-          requestTimeoutMs: Option.getOrUndefined(Option.map(flags.requestTimeout, (seconds) => seconds * 1000)),
-          idleTimeoutMs: Option.getOrUndefined(Option.map(flags.idleTimeout, (seconds) => seconds * 1000)),
-          allowDirs: flags.allowDirs.map((dir) => resolve(dir)),
-          allowHttp: flags.allowHttp
-        })
-    )
-).pipe(Command.withDescription("the embedded local backend: all three services on one origin"))
-
-const runner = Command.make(
-  "runner",
-  {
-    cluster: Options.text("cluster").pipe(
-      Options.withDescription("the cluster's storage: postgres://user:password@host:port/db, or sqlite:<file>")
-    ),
-    agents: Options.file("agents", { exists: "yes" }).pipe(
-      Options.withDescription("a module exporting the agents to register (default: the package's examples')"),
-      Options.optional
-    ),
-    host: Options.text("host").pipe(
-      Options.withDescription("the host the other processes reach this runner at"),
-      Options.withDefault("localhost")
-    ),
-    port: integer("port", "a port from 1 to 65535", { min: 1, max: 65_535 }).pipe(
-      Options.withDescription("the port this runner listens on"),
-      Options.withDefault(34431)
-    ),
-    listenHost: Options.text("listen-host").pipe(
-      Options.withDescription("the address to listen on (default: --host)"),
-      Options.optional
-    ),
-    capacity: positive("capacity", "rollouts in flight on this runner (default 16)")
-  },
-  (flags) =>
-    Effect.gen(function* () {
-      yield* remote(TrainingClient.URL_ENV)
-      const implementation = yield* Effect.promise(() => import("./runner.js"))
-      return yield* implementation.runner(
-        {
-          cluster: flags.cluster,
-          agents: Option.getOrUndefined(flags.agents),
-          host: flags.host,
-          port: flags.port,
-          listenHost: Option.getOrUndefined(flags.listenHost),
-          capacity: Option.getOrUndefined(flags.capacity)
-        },
-        loadExamples
-      )
-    })
-).pipe(Command.withDescription("a runner of a rollout cluster: runs the rollouts a training loop sends it"))
-
-const trainAgent = Command.make(
-  "train-agent",
-  {
-    command: Args.text({ name: "command" }).pipe(
-      Args.withDescription("the agent's command line (run with sh -c), quoted as one argument")
-    ),
-    scenarios: Options.text("scenarios").pipe(Options.withDescription("a JSONL file: one scenario (JSON) per line")),
-    steps: positive("steps", "training steps (default 5)"),
-    groupSize: positive("group-size", "rollouts per scenario and step (default 8)"),
-    baseModel: Options.text("base-model").pipe(
-      Options.withDescription("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)"),
-      Options.optional
-    ),
-    project: Options.text("project").pipe(
-      Options.withDescription("the project of the trained model (default agents)"),
-      Options.optional
-    ),
-    model: Options.text("model").pipe(Options.withDescription("the trained model's name"), Options.optional),
-    dataDir: Options.text("data-dir").pipe(
-      Options.withDescription("keep the embedded backend's data here (default: a temporary directory)"),
-      Options.optional
-    ),
-    concurrency: positive("concurrency", "agent processes running at once (default 16)"),
-    reward: Options.file("reward", { exists: "yes" }).pipe(
-      Options.withDescription(
-        "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
-      ),
-      Options.optional
-    ),
-    timeout: positive("timeout", "seconds one run of the agent may take (default: no limit)")
-  },
-  (flags) =>
-    Effect.flatMap(
-      Effect.promise(() => import("./trainAgent.js")),
-      (implementation) =>
-        implementation.trainAgent({
-          command: flags.command,
-          scenarios: flags.scenarios,
-          steps: Option.getOrUndefined(flags.steps),
-          groupSize: Option.getOrUndefined(flags.groupSize),
-          baseModel: Option.getOrUndefined(flags.baseModel),
-          project: Option.getOrUndefined(flags.project),
-          model: Option.getOrUndefined(flags.model),
-          dataDir: Option.getOrUndefined(flags.dataDir),
-          concurrency: Option.getOrUndefined(flags.concurrency),
-          reward: Option.getOrUndefined(flags.reward),
-          timeout: Option.getOrUndefined(flags.timeout)
-        })
-    )
-).pipe(
-  Command.withDescription(
-    "train an agent that runs as its own process (any language): its OpenAI requests are recorded through a rollout gateway"
-  )
+  }
 )
 
-const root = Command.make("effect-rl", {}, () =>
-  Console.log(
-    `effect-rl ${version}: health, models, base-models, train, train-agent, serve, runner\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
+const train = Command.make("train", trainTable.config, (flags) =>
+  Effect.gen(function* () {
+    const examples = yield* loadExamples
+    const names = Object.keys(examples).sort()
+    if (Option.isNone(flags.example)) {
+      return yield* Console.log(`examples: ${names.join(", ")}\nrun one with: effect-rl train <example>`)
+    }
+    const example = examples[flags.example.value]
+    if (example === undefined) {
+      return yield* usage(`unknown example '${flags.example.value}'; examples: ${names.join(", ")}`)
+    }
+    const { run } = yield* Effect.promise(() => import("../Example.js"))
+    const dataDir = Option.getOrUndefined(flags.dataDir)
+    yield* run(example, {
+      ...(Option.isSome(flags.steps) ? { steps: flags.steps.value } : {}),
+      baseModel: Option.getOrUndefined(flags.baseModel),
+      modelName: Option.getOrUndefined(flags.model),
+      ...(dataDir === undefined ? {} : { local: { dataDir: resolve(dataDir) } }),
+      ...(Option.isSome(flags.trace) ? { trace: flags.trace.value } : {}),
+      // In a terminal, the embedded backend's dashboard stays up after the run for a person to look at.
+      keepServing: process.stdout.isTTY === true && process.stdin.isTTY === true,
+      ...(Option.isSome(flags.cluster) ? { cluster: flags.cluster.value } : {})
+    })
+  })
+).pipe(Command.withDescription(trainTable.help.description))
+
+const serveTable = table("serve", "the embedded local backend: all three services on one origin", {
+  host: text("host", "host").pipe(
+    Options.withDefault("127.0.0.1"),
+    describe("the address to listen on (default 127.0.0.1)")
+  ),
+  port: integer("port", "port", "a port from 0 to 65535", { min: 0, max: 65_535 }).pipe(
+    Options.withDefault(0),
+    describe("the port (default 0: a free one)")
+  ),
+  dataDir: Options.directory("data-dir").pipe(
+    Options.withPseudoName("dir"),
+    Options.withDefault(join(homedir(), ".effect-rl")),
+    describe("where the store and the key live (default ~/.effect-rl)")
+  ),
+  apiKey: text("api-key", "key").pipe(
+    Options.optional,
+    describe("the key clients must send (also EFFECT_RL_API_KEY; default: the stored one, else a new one)")
+  ),
+  maxBodySize: integer("max-body-size", "bytes", "a positive number of bytes", {
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER
+  }).pipe(Options.optional, describe("the largest request body accepted (default 64 MiB)")),
+  maxN: positive("max-n", "n", "the most choices (n) one completion may ask for (default 128)"),
+  maxRequestTokens: positive(
+    "max-request-tokens",
+    "tokens",
+    "the most tokens one completion may sample, n times its token limit (default 16384)"
+  ),
+  maxQueuedTokens: positive(
+    "max-queued-tokens",
+    "tokens",
+    "the most tokens all admitted completions may still sample; beyond, a 429 (default 262144)"
+  ),
+  requestTimeout: positive(
+    "request-timeout",
+    "seconds",
+    "how long a request may take to arrive whole; then a 408 (default 60)"
+  ),
+  idleTimeout: positive("idle-timeout", "seconds", "how long an idle keep-alive connection stays open (default 5)"),
+  allowDirs: Options.directory("allow-dir", { exists: "yes" }).pipe(
+    Options.withPseudoName("dir"),
+    Options.repeated,
+    describe("a directory whose files SFT jobs may name as file:// training_data_url (repeatable; default: none)")
+  ),
+  allowHttp: Options.boolean("allow-http").pipe(
+    describe("fetch SFT training_data_url http(s) URLs, wherever they point (default: refused)")
   )
-).pipe(Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, runner]))
+})
 
-const cli = Command.run(root, { name: "effect-rl", version })
+const serve = Command.make("serve", serveTable.config, (flags) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./serve.js")),
+    (implementation) =>
+      implementation.serve({
+        host: flags.host,
+        port: flags.port,
+        dataDir: resolve(flags.dataDir),
+        apiKey: Option.getOrUndefined(flags.apiKey),
+        maxBodySize: Option.getOrUndefined(flags.maxBodySize),
+        maxN: Option.getOrUndefined(flags.maxN),
+        maxRequestTokens: Option.getOrUndefined(flags.maxRequestTokens),
+        maxQueuedTokens: Option.getOrUndefined(flags.maxQueuedTokens),
+        requestTimeoutMs: Option.getOrUndefined(Option.map(flags.requestTimeout, (seconds) => seconds * 1000)),
+        idleTimeoutMs: Option.getOrUndefined(Option.map(flags.idleTimeout, (seconds) => seconds * 1000)),
+        allowDirs: flags.allowDirs.map((dir) => resolve(dir)),
+        allowHttp: flags.allowHttp
+      })
+  )
+).pipe(Command.withDescription(serveTable.help.description))
 
-/** Flags that take a value: one given none (last, or followed by another flag) is refused by name. */
-const VALUED = new Set([
-  "--project",
-  "--steps",
-  "--data-dir",
-  "--base-model",
-  "--model",
-  "--trace",
-  "--host",
-  "--port",
-  "--api-key",
-  "--max-body-size",
-  "--max-n",
-  "--max-request-tokens",
-  "--max-queued-tokens",
-  "--request-timeout",
-  "--idle-timeout",
-  "--allow-dir",
-  "--cluster",
-  "--agents",
-  "--listen-host",
-  "--capacity",
-  "--scenarios",
-  "--group-size",
-  "--concurrency",
-  "--reward",
-  "--timeout"
-])
+const runnerTable = table("runner", "a runner of a rollout cluster: runs the rollouts a training loop sends it", {
+  cluster: text("cluster", "url").pipe(
+    describe("the cluster's storage: postgres://user:password@host:port/db, or sqlite:<file>")
+  ),
+  agents: Options.file("agents", { exists: "yes" }).pipe(
+    Options.withPseudoName("file"),
+    Options.optional,
+    describe("a module exporting the agents to register (default: the package's examples')")
+  ),
+  host: text("host", "host").pipe(
+    Options.withDefault("localhost"),
+    describe("the host the other processes reach this runner at (default localhost)")
+  ),
+  port: integer("port", "port", "a port from 1 to 65535", { min: 1, max: 65_535 }).pipe(
+    Options.withDefault(34431),
+    describe("the port this runner listens on (default 34431)")
+  ),
+  listenHost: text("listen-host", "host").pipe(
+    Options.optional,
+    describe("the address to listen on (default: --host)")
+  ),
+  capacity: positive("capacity", "n", "rollouts in flight on this runner (default 16)")
+})
 
-const missingValue = (args: ReadonlyArray<string>): string | undefined =>
-  args.find((arg, i) => VALUED.has(arg) && (args[i + 1] === undefined || args[i + 1]!.startsWith("--")))
+const runner = Command.make("runner", runnerTable.config, (flags) =>
+  Effect.gen(function* () {
+    yield* remote(TrainingClient.URL_ENV)
+    const implementation = yield* Effect.promise(() => import("./runner.js"))
+    return yield* implementation.runner(
+      {
+        cluster: flags.cluster,
+        agents: Option.getOrUndefined(flags.agents),
+        host: flags.host,
+        port: flags.port,
+        listenHost: Option.getOrUndefined(flags.listenHost),
+        capacity: Option.getOrUndefined(flags.capacity)
+      },
+      loadExamples
+    )
+  })
+).pipe(Command.withDescription(runnerTable.help.description))
 
-const argv = process.argv.filter((arg) => arg !== "--verbose")
-const verbose = argv.length !== process.argv.length
-const command = ["effect-rl", argv.slice(2).find((arg) => !arg.startsWith("-"))].filter(Boolean).join(" ")
-const missing = missingValue(argv.slice(2))
+const trainAgentTable = table(
+  "train-agent",
+  "train an agent that runs as its own process (any language): its OpenAI requests are recorded through a rollout gateway",
+  {
+    command: Args.text({ name: "command" }).pipe(
+      describe("the agent's command line (run with sh -c), quoted as one argument")
+    ),
+    scenarios: text("scenarios", "file").pipe(describe("a JSONL file: one scenario (JSON) per line")),
+    steps: positive("steps", "n", "training steps (default 5)"),
+    groupSize: positive("group-size", "n", "rollouts per scenario and step (default 8)"),
+    baseModel: text("base-model", "name").pipe(
+      Options.optional,
+      describe("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)")
+    ),
+    project: text("project", "name").pipe(
+      Options.optional,
+      describe("the project of the trained model (default agents)")
+    ),
+    model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
+    dataDir: Options.directory("data-dir").pipe(
+      Options.withPseudoName("dir"),
+      Options.optional,
+      describe("keep the embedded backend's data here (default: a temporary directory)")
+    ),
+    concurrency: positive("concurrency", "n", "agent processes running at once (default 16)"),
+    reward: Options.file("reward", { exists: "yes" }).pipe(
+      Options.withPseudoName("file"),
+      Options.optional,
+      describe(
+        "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
+      )
+    ),
+    timeout: positive("timeout", "seconds", "how long one run of the agent may take (default: no limit)")
+  }
+)
 
-const program = (missing === undefined ? cli(argv) : Effect.fail(usage(`${missing} needs a value`))) as Effect.Effect<
-  void,
-  unknown
->
+const trainAgent = Command.make("train-agent", trainAgentTable.config, (flags) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./trainAgent.js")),
+    (implementation) =>
+      implementation.trainAgent({
+        command: flags.command,
+        scenarios: flags.scenarios,
+        steps: Option.getOrUndefined(flags.steps),
+        groupSize: Option.getOrUndefined(flags.groupSize),
+        baseModel: Option.getOrUndefined(flags.baseModel),
+        project: Option.getOrUndefined(flags.project),
+        model: Option.getOrUndefined(flags.model),
+        dataDir: Option.getOrUndefined(flags.dataDir),
+        concurrency: Option.getOrUndefined(flags.concurrency),
+        reward: Option.getOrUndefined(flags.reward),
+        timeout: Option.getOrUndefined(flags.timeout)
+      })
+  )
+).pipe(Command.withDescription(trainAgentTable.help.description))
+
+/** The commands' help pages, in the order `effect-rl --help` lists them. */
+const pages = [
+  healthTable.help,
+  modelsTable.help,
+  baseModelsTable.help,
+  trainTable.help,
+  trainAgentTable.help,
+  serveTable.help,
+  runnerTable.help
+]
+
+const invocation = read(process.argv.slice(2), pages)
+const command = invocation.command === undefined ? "effect-rl" : `effect-rl ${invocation.command.name}`
+
+/**
+ * The command line, parsed and run by @effect/cli. It prints a refused invocation itself, bare and in colour; here
+ * its `Console.error` is silenced so that `render` words it once, as the command's other failures (the commands'
+ * own handlers get the real console back).
+ */
+const parsed = Console.consoleWith((console) => {
+  const root = Command.make("effect-rl", {}, () =>
+    Console.log(
+      `effect-rl ${version}: ${pages.map((page) => page.name).join(", ")}\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
+    )
+  ).pipe(
+    Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, runner]),
+    Command.transformHandler((handler) => Effect.withConsole(handler, console))
+  )
+  const quiet: Console.Console = { ...console, error: () => Effect.void }
+  return Command.run(root, { name: "effect-rl", version })([...process.argv.slice(0, 2), ...invocation.args]).pipe(
+    Effect.withConsole(quiet)
+  )
+})
+
+/** `--help`: the page of the command named (or the command's own), rendered for where stdout goes. */
+const help = Effect.sync(() => {
+  const terminal = terminalOf(process.stdout, process.env)
+  console.log(
+    invocation.command === undefined ? rootPage(version, pages, terminal) : commandPage(invocation.command, terminal)
+  )
+})
+
+const program: Effect.Effect<void, unknown, CliApp.CliApp.Environment> =
+  invocation.refusal !== undefined && !(invocation.help && invocation.command !== undefined)
+    ? Effect.fail(usage(invocation.refusal))
+    : invocation.help
+      ? help
+      : parsed
 
 program.pipe(
   Effect.provide(NodeContext.layer),
@@ -416,7 +437,7 @@ program.pipe(
     const { exitCode, sentence } = render(command, exit.cause)
     return Effect.sync(() => {
       if (sentence !== undefined) console.error(sentence)
-      if (verbose && exitCode !== 130) console.error(Cause.pretty(exit.cause))
+      if (invocation.verbose && exitCode !== 130) console.error(Cause.pretty(exit.cause))
       process.exitCode = exitCode
     })
   }),
