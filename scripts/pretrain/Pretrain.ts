@@ -6,8 +6,13 @@
  * seed. The same options give the same weights bit for bit, so the shipped file is reproducible, and a test can
  * re-run the first steps and compare their checksum with the one the full run recorded.
  *
- * A step is about 2,048 tokens: three steps in four, a batch of whole conversations, each its own sequence from
- * position 0 (as an agent's prompt is, and attention costs only the conversation's own length); the fourth, one
+ * The learned position embeddings start as sinusoids (amplitude 0.5, the scale of the token embeddings) rather
+ * than the engine's independent noise: neighbouring positions start alike and an offset is the same rotation
+ * at every position, so attention to "the previous token" (what copying is built on) holds at positions the
+ * run rarely trains.
+ *
+ * A step is about 2,048 tokens: seven steps in eight, a batch of whole conversations, each its own sequence from
+ * position 0 (as an agent's prompt is, and attention costs only the conversation's own length); the eighth, one
  * sequence of 2,048 tokens packed with conversations one after another, so that every learned position up to
  * the context length is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results)
  * 0.25: the model learns to read them, and mostly to answer.
@@ -16,7 +21,11 @@ import { createHash } from "node:crypto"
 import { adamStep, makeAdamState } from "../../src/local/engine/Optimizer.js"
 import { saveCheckpoint } from "../../src/local/engine/policy/Checkpoint.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
-import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from "../../src/local/engine/policy/PolicyConfig.js"
+import {
+  DEFAULT_POLICY_CONFIG,
+  type PolicyConfig,
+  parameterTensors
+} from "../../src/local/engine/policy/PolicyConfig.js"
 import { Corpus, type RenderedConversation } from "./Corpus.js"
 
 /** What a pretraining run is: every field the weights depend on. */
@@ -41,9 +50,9 @@ export const BASE_CONFIG: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, contextLeng
 /** The run that made the shipped weights. */
 export const SHIPPED_RUN: PretrainOptions = {
   seed: 1,
-  steps: 600,
+  steps: 700,
   config: BASE_CONFIG,
-  learningRate: 3e-3,
+  learningRate: 4e-3,
   warmupSteps: 30,
   contextWeight: 0.25
 }
@@ -74,7 +83,7 @@ export const learningRateAt = (options: PretrainOptions, step: number): number =
 export const STEP_TOKENS = 2048
 
 /** Whether a step (1-based) trains on one packed sequence of `STEP_TOKENS` rather than separate conversations. */
-export const isPackedStep = (step: number): boolean => step % 4 === 0
+export const isPackedStep = (step: number): boolean => step % 8 === 0
 
 /** Packs a corpus's conversations into sequences of at most a given length, in order. */
 export class Packer {
@@ -121,6 +130,19 @@ export class Packer {
   }
 }
 
+/** Overwrite a policy's position embeddings with sinusoids: dimension 2k is sin, 2k + 1 cos, of p / 10000^(2k/d). */
+export const sinusoidalPositions = (policy: Policy): void => {
+  const d = policy.config.dModel
+  const posEmb = parameterTensors(policy.config).find((t) => t.name === "posEmb")!
+  for (let p = 0; p < policy.config.contextLength; p++) {
+    for (let k = 0; 2 * k < d; k++) {
+      const angle = p / 10000 ** ((2 * k) / d)
+      policy.params[posEmb.offset + p * d + 2 * k] = 0.5 * Math.sin(angle)
+      if (2 * k + 1 < d) policy.params[posEmb.offset + p * d + 2 * k + 1] = 0.5 * Math.cos(angle)
+    }
+  }
+}
+
 /** The SHA-256 of bytes, in hex. */
 export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
 
@@ -134,6 +156,7 @@ export const pretrain = (
   stopAfter: number = options.steps
 ): Policy => {
   const policy = Policy.create(options.config, { seed: options.seed })
+  sinusoidalPositions(policy)
   const adam = makeAdamState(policy.parameterCount)
   const packer = new Packer(new Corpus(options.seed))
   for (let step = 1; step <= Math.min(stopAfter, options.steps); step++) {
