@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The package as a new user gets it: packed, installed into a fresh project exactly as the README's Install
-# section says (from the registry, beside today's Effect 3), the README's examples type-checked there under
-# `strict` with `moduleResolution` `nodenext` and `bundler`, and `examples/minimal.ts` run from there against
-# the embedded backend. Any failing step fails the script, saying which. Run by CI (`npm run test:consumer`);
-# it takes a few minutes (the install compiles better-sqlite3).
+# The package as a new user gets it: packed, and a project made from an empty directory exactly as the README's
+# Install section says (its shell lines one by one from `npm init -y`, the tarball in place of the registry's
+# effect-rl; its tsconfig.json), with nothing left for npm's install-script policy to warn about; the README's
+# loop written to loop.ts, `npx tsc` there (its other examples too, and once more with `moduleResolution`
+# `bundler`), and `npx tsx loop.ts` run against the embedded backend. Any failing step fails the script, saying
+# which. Run by CI (`npm run test:consumer`); it takes a few minutes (the install compiles better-sqlite3).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/effect-rl-consumer-XXXXXX")"
@@ -16,28 +17,57 @@ step "pack"
 tarball="$work/$(tail -n 1 "$work/pack.txt")"
 [ -f "$tarball" ] || fail "no tarball at $tarball"
 
-# The Install section's commands, with the tarball in place of the registry name.
-install_line="$(grep -E '^npm install effect-rl ' "$repo/README.md" | head -n 1)"
-dev_line="$(grep -E '^npm install --save-dev ' "$repo/README.md" | head -n 1)"
-[ -n "$install_line" ] && [ -n "$dev_line" ] || fail "the README has no Install commands"
+# The Install section, as a reader follows it: its shell block line by line (the tarball in place of the
+# registry's effect-rl), its tsconfig.json, and the README's loop as loop.ts.
+section() {
+  node -e '
+    const [file, kind] = process.argv.slice(1)
+    const readme = require("fs").readFileSync(file, "utf8")
+    const install = readme.split(/^## /m).find((s) => s.startsWith("Install\n")) ?? ""
+    const loop = readme.split(/^## /m).find((s) => s.startsWith("A complete training loop\n")) ?? ""
+    const block = (text, lang) => (text.match(new RegExp("```" + lang + "\n([\\s\\S]*?)```")) ?? [])[1] ?? ""
+    process.stdout.write(kind === "loop" ? block(loop, "ts") : block(install, kind))' "$repo/README.md" "$1"
+}
+commands="$(section sh)"
+tsconfig="$(section json)"
+loop="$(section loop)"
+[ -n "$commands" ] && [ -n "$tsconfig" ] && [ -n "$loop" ] || fail "the README has no Install commands, tsconfig.json or loop"
+echo "$commands" | grep -q '^npm init -y$' || fail "the Install section does not start a project with npm init -y"
 
-step "a fresh project: ${install_line/effect-rl/<tarball>}; $dev_line"
 mkdir "$work/app"
 cd "$work/app"
-printf '{ "name": "consumer", "version": "1.0.0", "private": true, "type": "module" }\n' > package.json
-# shellcheck disable=SC2086
-npm install --no-audit --no-fund ${install_line#npm install effect-rl } "$tarball" || fail "$install_line"
-# shellcheck disable=SC2086
-npm install --no-audit --no-fund ${dev_line#npm install } @types/node@20 || fail "$dev_line"
+export npm_config_audit=false npm_config_fund=false
+while IFS= read -r line; do
+  [ -n "$line" ] || continue
+  run="$line"
+  if [[ "$line" == "npm install "* ]]; then run="${line/ effect-rl / $tarball }"; fi
+  step "$line"
+  bash -c "$run" < /dev/null 2>&1 | tee -a install.log
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "$line"
+done <<< "$commands"
+printf '%s\n' "$tsconfig" > tsconfig.json
+printf '%s\n' "$loop" > loop.ts
+
+step "what the install left"
+[ "$(node -p 'require("./package.json").type')" = module ] || fail "the project is not ES modules"
+[ "$(node -p 'require("effect/package.json").version.split(".")[0]')" = "3" ] || fail "the project did not get Effect 3"
+[ ! -d node_modules/effect-rl/node_modules/effect ] || fail "effect-rl brought its own copy of effect"
+# npm 11's install-script policy: nothing left unreviewed but the tarball itself (its prepare, listed because it
+# is not from the registry; an install from the registry has none).
+if grep -q "not yet covered by allowScripts" install.log; then
+  pending="$(grep -oE '^npm warn install-scripts +[^ ]+@[^ ]+ \(' install.log | awk '{print $4}' | grep -v '^effect-rl@' || true)"
+  [ -z "$pending" ] || fail "install scripts not covered by the README's allowScripts: $pending"
+fi
+node -e 'new (require("better-sqlite3"))(":memory:").prepare("select 1").get()' || fail "better-sqlite3 did not build"
+echo "allowScripts: $(node -p 'JSON.stringify(require("./package.json").allowScripts)'); better-sqlite3 loads"
+
 # The optional peers, as the README's "Tool agents" and "Rollouts across machines" sections say to install them
 # for the agent layers and the cluster (a line may name several).
 for peer in $(grep -oE 'npm install (@effect/ai|openai|@effect/cluster)[^`]*' "$repo/README.md" | sed 's/^npm install //' | tr ' ' '\n' | grep -v '^$' | sort -u); do
-  npm install --no-audit --no-fund "$peer" || fail "npm install $peer (the README's optional peer)"
+  npm install "$peer" > /dev/null || fail "npm install $peer (the README's optional peer)"
 done
-[ "$(node -p 'require("effect/package.json").version.split(".")[0]')" = "3" ] || fail "the project did not get Effect 3"
-[ ! -d node_modules/effect-rl/node_modules/effect ] || fail "effect-rl brought its own copy of effect"
 
-step "the README's examples, type-checked in the project"
+step "npx tsc: the README's loop (loop.ts) and its other examples (src/), with the README's tsconfig.json"
 mkdir src
 for block in $(node -e '
   const fs = require("fs"), path = require("path")
@@ -51,21 +81,29 @@ for block in $(node -e '
   cp "$repo/examples/$block" src/
 done
 ls src
-for resolution in nodenext bundler; do
-  if [ "$resolution" = nodenext ]; then module=nodenext; else module=esnext; fi
-  cat > "tsconfig.$resolution.json" <<EOF
-{
-  "compilerOptions": {
-    "target": "ES2022", "lib": ["ES2022"], "types": ["node"],
-    "module": "$module", "moduleResolution": "$resolution",
-    "strict": true, "exactOptionalPropertyTypes": true, "noEmit": true, "skipLibCheck": true
-  },
-  "include": ["src"]
-}
-EOF
-  npx tsc -p "tsconfig.$resolution.json" || fail "type-checking the README's examples with moduleResolution $resolution"
-  echo "type-checked with moduleResolution $resolution"
+# What an example's agent is written with beside effect-rl (the AI SDK, zod: the reader's own agent's
+# dependencies, which the README does not install), at the versions this repository tests with.
+for dep in $(node -e '
+  const fs = require("fs"), path = require("path")
+  const repo = JSON.parse(fs.readFileSync(process.argv[1], "utf8"))
+  const names = new Set()
+  for (const file of fs.readdirSync("src")) {
+    for (const [, spec] of fs.readFileSync(path.join("src", file), "utf8").matchAll(/from "([^".][^"]*)"/g)) {
+      const name = spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/")
+      if (!name.startsWith("node:") && !fs.existsSync(path.join("node_modules", name, "package.json"))) names.add(name)
+    }
+  }
+  for (const name of names) console.log(`${name}@${repo.devDependencies[name] ?? "MISSING"}`)' "$repo/package.json"); do
+  [[ "$dep" != *@MISSING ]] || fail "an example imports ${dep%@MISSING}, which neither the README nor the repository installs"
+  npm install "$dep" > /dev/null || fail "npm install $dep (an example's own dependency)"
+  echo "installed $dep (an example's own dependency)"
 done
+npx tsc || fail "npx tsc with the README's tsconfig.json"
+echo "type-checked with the README's tsconfig.json"
+# A bundler's resolution too, for projects built that way.
+printf '{ "extends": "./tsconfig.json", "compilerOptions": { "module": "esnext", "moduleResolution": "bundler" } }\n' > tsconfig.bundler.json
+npx tsc -p tsconfig.bundler.json || fail "type-checking with moduleResolution bundler"
+echo "type-checked with moduleResolution bundler"
 
 step "beside Effect 4, npm refuses the install and names the conflict"
 mkdir "$work/effect4"
@@ -80,9 +118,8 @@ mkdir "$work/effect4"
   echo "refused: $(grep -m1 'peer effect@' install.log)"
 )
 
-step "examples/minimal.ts, run from the project against the embedded backend"
-cp "$repo/examples/minimal.ts" src/minimal.ts
-out="$(npx tsx src/minimal.ts)" || fail "running examples/minimal.ts"
+step "npx tsx loop.ts: the README's loop, run in the project against the embedded backend"
+out="$(npx tsx loop.ts)" || fail "npx tsx loop.ts"
 echo "$out"
-echo "$out" | tail -n 1 | grep -Eq '^[0-9.]+( -> [0-9.]+)+$' || fail "minimal.ts did not print its reward per step"
+echo "$out" | tail -n 1 | grep -Eq '^[0-9.]+( -> [0-9.]+)+$' || fail "loop.ts did not print its reward per step"
 echo "consumer test passed"
