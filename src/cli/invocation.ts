@@ -34,17 +34,21 @@ const COMMON: ReadonlyMap<string, boolean> = new Map([
   ["--log-level", true]
 ])
 
-/** The edit distance of two short words (insertions, deletions and substitutions). */
+/** The edit distance of two short words: insertions, deletions, substitutions and swaps of neighbours. */
 const distance = (a: string, b: string): number => {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  const d = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0))
+  )
   for (let i = 1; i <= a.length; i++) {
-    const current = [i]
     for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+      }
     }
-    previous = current
   }
-  return previous[b.length]!
+  return d[a.length]![b.length]!
 }
 
 /** The candidate nearest to `word`, if it is near enough to be what was meant. */
@@ -104,7 +108,9 @@ export const read = (args: ReadonlyArray<string>, commands: ReadonlyArray<Comman
           verbose,
           command,
           help,
-          refusal: `unknown command '${arg}'; ${suggestion === undefined ? "" : `did you mean ${suggestion}? `}the commands: ${names.join(", ")}`
+          refusal:
+            refusal ??
+            `unknown command '${arg}'; ${suggestion === undefined ? "" : `did you mean ${suggestion}? `}the commands: ${names.join(", ")}`
         }
       }
       known = new Map([

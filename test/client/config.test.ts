@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as InferenceClient from "../../src/client/InferenceClient.js"
+import { resolveOptions } from "../../src/client/internal/config.js"
 import { normalizeBaseUrl } from "../../src/client/internal/http.js"
 import * as TrainingClient from "../../src/client/TrainingClient.js"
 import { version } from "../../src/internal/version.js"
@@ -40,6 +41,22 @@ describe("client configuration", () => {
       )
       expect(server.received[0]?.path).toBe("/v1/health")
       expect(server.received[0]?.headers.authorization).toBe("Bearer from-env")
+    })
+  )
+
+  it.scoped("an empty WANDB_API_KEY or service URL counts as unset: no key sent, the default URL", () =>
+    Effect.gen(function* () {
+      const server = yield* FakeService.make
+      const layer = TrainingClient.layerConfig().pipe(Layer.provide(NodeHttpClient.layerUndici))
+      yield* Effect.flatMap(TrainingClient.TrainingClient, (client) => client.health).pipe(
+        Effect.provide(layer),
+        env({ WANDB_API_KEY: "", EFFECT_RL_TRAINING_URL: server.url })
+      )
+      expect(server.received[0]?.headers.authorization).toBeUndefined()
+      const resolved = yield* resolveOptions({}, TrainingClient.URL_ENV, TrainingClient.DEFAULT_URL).pipe(
+        env({ WANDB_API_KEY: " ", EFFECT_RL_TRAINING_URL: "" })
+      )
+      expect(resolved).toEqual({ apiKey: undefined, baseUrl: TrainingClient.DEFAULT_URL })
     })
   )
 
