@@ -13,7 +13,8 @@ import type { ValidationError } from "../api/HttpValidationError.js"
  * Why a call failed:
  * - `Validation` 422 (the `detail` list says which fields), `BadRequest` 400 and other 4xx not named here,
  *   `Unauthorized` 401, `PaymentRequired` 402, `Forbidden` 403, `NotFound` 404, `Conflict` 409,
- *   `RateLimited` 429 (with `retryAfter`), `ServerError` >= 500 (524 gateway time-outs included);
+ *   `RateLimited` 429 (with `retryAfter`), `InsufficientStorage` 507 (the service's disk is full: the
+ *   description says what to free), `ServerError` other statuses >= 500 (524 gateway time-outs included);
  * - `Transport`: the connection was refused or reset; `Timeout`: an attempt ran out of time (or 408);
  * - `Decode`: the body did not match its schema (`excerpt` keeps the start of it);
  * - `InvalidRequest`: the request broke a constraint and was not sent (`detail` names the field);
@@ -32,6 +33,7 @@ export type ApiErrorReason =
   | "NotFound"
   | "Conflict"
   | "RateLimited"
+  | "InsufficientStorage"
   | "ServerError"
   | "Transport"
   | "Timeout"
@@ -98,6 +100,8 @@ export const reasonOfStatus = (status: number): ApiErrorReason => {
       return "Validation"
     case 429:
       return "RateLimited"
+    case 507:
+      return "InsufficientStorage"
     default:
       return status >= 500 ? "ServerError" : "BadRequest"
   }

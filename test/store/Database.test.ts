@@ -22,7 +22,8 @@ describe("Database", () => {
         { migration_id: 3, name: "trace_calls" },
         { migration_id: 4, name: "trace_objects" },
         { migration_id: 5, name: "trace_feedback" },
-        { migration_id: 6, name: "responses" }
+        { migration_id: 6, name: "responses" },
+        { migration_id: 7, name: "checkpoint_digests" }
       ])
     })
   )

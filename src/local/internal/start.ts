@@ -44,7 +44,9 @@ export const start = (
     const flag = options.apiKey === undefined ? undefined : Redacted.value(options.apiKey)
     const { apiKey } = yield* ApiKey.resolve({ flag, dataDir })
     const { dataDir: _, apiKey: __, printSignInLink, keepServing, ...bounds } = options
-    const server = Server.layer({ ...bounds, apiKey, port: 0 }).pipe(Layer.provide(Layer.succeedContext(store)))
+    const server = Server.layer({ ...bounds, apiKey, port: 0, dataDir }).pipe(
+      Layer.provide(Layer.succeedContext(store))
+    )
     const context = yield* Layer.build(server)
     const url = yield* Effect.provide(Server.url, context)
     yield* DataDir.announce(dataDir, url)

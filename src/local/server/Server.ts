@@ -20,6 +20,8 @@
  *   "Method Not Allowed"}` with an `Allow` header listing the path's methods;
  * - the trace surface's calls (`/call/...`, `/calls/...`): `{"reason": "..."}` with 400 (a malformed id,
  *   project id or timestamp), 403 (a query or sort naming an unknown field) and 404 (an unknown call);
+ * - a write refused for want of space (`SQLITE_FULL`, `ENOSPC`): 507 in the surface's shape, naming the data
+ *   directory and the space left; the server stays up, reads go on, writes succeed again once space is freed;
  * - a defect: 500 `{"detail": "Internal Server Error"}`, the cause logged server-side. No body ever carries a
  *   stack trace or the key.
  *
@@ -111,6 +113,8 @@ export interface Options {
   readonly allowHttp?: boolean | undefined
   /** How long a one-time sign-in link to the dashboard is good for (default 10 minutes; see `SignIn`). */
   readonly signInTtl?: Duration.DurationInput | undefined
+  /** The data directory the store is in, named when its disk is full (a 507, a failed job). */
+  readonly dataDir?: string | undefined
 }
 
 /** The default time a request may take to arrive whole: 60 s. */
@@ -132,10 +136,10 @@ const nodeServer = (options: Options) => () => {
 }
 
 /** The api with its handlers and the error middleware. */
-const apiLayer = (maxBodySize: number) =>
+const apiLayer = (maxBodySize: number, dataDir: string | undefined) =>
   Layer.mergeAll(
     HttpApiBuilder.api(LocalApi).pipe(Layer.provide(HandlersLive)),
-    HttpApiBuilder.middleware(LocalApi, errors(routes(LocalApi), maxBodySize))
+    HttpApiBuilder.middleware(LocalApi, errors(routes(LocalApi), maxBodySize, dataDir))
   )
 
 /**
@@ -169,7 +173,7 @@ export const layer = (
           isMultipart: multipartPaths(routes(LocalApi))
         })
       ).pipe(
-        Layer.provide(apiLayer(maxBodySize)),
+        Layer.provide(apiLayer(maxBodySize, options.dataDir)),
         Layer.provide(sampling),
         // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
         Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
@@ -182,6 +186,7 @@ export const layer = (
         Effect.map(Files.Files, (files) =>
           Worker.layer({
             pollMs: options.workerPollMs,
+            dataDir: options.dataDir,
             readTrainingData: ownFilesReader(
               files,
               makeReader({ allowDirs: options.allowDirs, allowHttp: options.allowHttp })

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Checkpoint, type CheckpointPage, DeleteCheckpointsResult, type Order } from "../../api/Model.js"
+import { weightsDigest } from "./internal/digest.js"
 import {
   CheckpointRecord,
   checkpointColumns,
@@ -20,7 +21,7 @@ import {
   requireModel
 } from "./internal/rows.js"
 import { nowIso, orDieSql } from "./internal/sql.js"
-import { notFound, type StoreError } from "./StoreError.js"
+import { corrupt, notFound, type StoreError } from "./StoreError.js"
 
 export {
   /** A stored checkpoint without its weights: the wire `Checkpoint` (it encodes as one) with its model and time. */
@@ -64,7 +65,10 @@ export interface Service {
   readonly latest: (modelId: string) => Effect.Effect<Option.Option<CheckpointRecord>, StoreError>
   /** A model's checkpoint of a step: `NotFound` when there is none. */
   readonly get: (modelId: string, step: number) => Effect.Effect<CheckpointRecord, StoreError>
-  /** The weights of a model's checkpoint of a step: `NotFound` when there is none. */
+  /**
+   * The weights of a model's checkpoint of a step, verified against the digest written with them: `NotFound`
+   * when there is none, `Corrupt` (naming the model and step) when they do not match.
+   */
   readonly weights: (modelId: string, step: number) => Effect.Effect<Uint8Array, StoreError>
   /** Deletes a model's checkpoints of the given steps; `NotFound` without the model. */
   readonly remove: (modelId: string, steps: ReadonlyArray<number>) => Effect.Effect<DeleteCheckpointsResult, StoreError>
@@ -136,14 +140,27 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
     )
 
   const weights = (modelId: string, step: number) =>
-    sql<{ readonly weights: Uint8Array }>`SELECT weights FROM checkpoints
-      WHERE model_id = ${modelId} AND step = ${step}`.pipe(
-      Effect.flatMap((rows) =>
-        rows[0] === undefined
-          ? Effect.fail(notFound(`model ${modelId} has no checkpoint at step ${step}`))
-          : Effect.succeed(rows[0].weights)
-      ),
-      orDieSql
+    sql<{
+      readonly weights: Uint8Array
+      readonly digest: string | null
+      readonly name: string
+    }>`SELECT c.weights, c.digest, m.entity || '/' || m.project || '/' || m.name AS name
+      FROM checkpoints c JOIN models m ON m.id = c.model_id
+      WHERE c.model_id = ${modelId} AND c.step = ${step}`.pipe(
+      Effect.flatMap((rows) => {
+        const row = rows[0]
+        if (row === undefined) return Effect.fail(notFound(`model ${modelId} has no checkpoint at step ${step}`))
+        if (row.digest !== weightsDigest(row.weights)) {
+          return Effect.fail(
+            corrupt(
+              `checkpoint step ${step} of model ${row.name} is damaged: its weights do not match the digest written with them; delete that checkpoint (or restore a backup of the data directory) and train on from another`
+            )
+          )
+        }
+        return Effect.succeed(row.weights)
+      }),
+      orDieSql,
+      Effect.withSpan("Checkpoints.weights")
     )
 
   const remove = (modelId: string, steps: ReadonlyArray<number>) =>

@@ -17,9 +17,11 @@ export interface Owner {
  * Why a data directory cannot be used:
  * - `InUse`: another process (another `effect-rl serve`, or a `LocalBackend` in another program) holds it;
  * - `Inaccessible`: it cannot be created, locked or made private (permissions, a file where a directory
- *   should be).
+ *   should be);
+ * - `Damaged`: its database failed SQLite's check at start (the message says what is damaged and how to
+ *   recover).
  */
-export type DataDirErrorReason = "InUse" | "Inaccessible"
+export type DataDirErrorReason = "InUse" | "Inaccessible" | "Damaged"
 
 /** A data directory that this process cannot use. */
 export class DataDirError extends Data.TaggedError("DataDirError")<{

@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import { existsSync } from "node:fs"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Effect from "effect/Effect"
@@ -15,8 +16,9 @@ import * as Layer from "effect/Layer"
 import * as Checkpoints from "./Checkpoints.js"
 import * as Database from "./Database.js"
 import * as DataDir from "./DataDir.js"
-import type { DataDirError } from "./DataDirError.js"
+import { DataDirError } from "./DataDirError.js"
 import * as IdempotencyKeys from "./IdempotencyKeys.js"
+import * as Integrity from "./Integrity.js"
 import * as JobEvents from "./JobEvents.js"
 import * as Jobs from "./Jobs.js"
 import * as Logs from "./Logs.js"
@@ -66,11 +68,44 @@ export const layerWith = <A, E, R>(
   return Layer.fresh(repositories).pipe(Layer.provideMerge(database))
 }
 
+/** How long the start-up check of an existing database may take before the store opens without its verdict. */
+export const START_CHECK_MS = 10_000
+
 /**
- * The store of a data directory: its lock (held while the layer lives), the database and every repository.
- * Fails with `DataDirError` `InUse` when another process or store holds the directory.
+ * SQLite's `quick_check` of a data directory's existing database, within {@link START_CHECK_MS}: a damaged one
+ * is a `DataDirError` `Damaged` saying what and how to recover; a check past its time is logged (run
+ * `effect-rl check`), not waited for.
+ */
+export const checkAtStart = (dataDir: string): Effect.Effect<void, DataDirError> =>
+  Effect.gen(function* () {
+    const file = Database.filename(dataDir)
+    if (!existsSync(file)) return
+    const result = yield* Integrity.check(file, "quick", { timeoutMs: START_CHECK_MS })
+    if (result._tag === "Unfinished") {
+      return yield* Effect.logWarning(
+        `the start-up check of ${file} did not finish within ${START_CHECK_MS / 1000} s; run effect-rl check --data-dir ${dataDir} to check it in full`
+      )
+    }
+    if (result._tag === "Damaged") {
+      return yield* new DataDirError({
+        reason: "Damaged",
+        dataDir,
+        message: `the database ${file} is damaged (SQLite's quick_check: ${result.problems.slice(0, 3).join("; ")}); ${Integrity.recoveryAdvice(file)}`
+      })
+    }
+  }).pipe(Effect.withSpan("Store.checkAtStart"))
+
+/**
+ * The store of a data directory: its lock (held while the layer lives), SQLite's check of an existing
+ * database ({@link checkAtStart}), the database and every repository. Fails with `DataDirError` `InUse` when
+ * another process or store holds the directory, `Damaged` when its database fails the check.
  */
 export const layer = (
   options: Options
 ): Layer.Layer<Services | SqlClient.SqlClient | SqliteClient.SqliteClient, DataDirError> =>
-  Layer.unwrapScoped(Effect.as(DataDir.lock(options.dataDir), layerWith(Database.layer(options), options)))
+  Layer.unwrapScoped(
+    DataDir.lock(options.dataDir).pipe(
+      Effect.zipRight(checkAtStart(options.dataDir)),
+      Effect.as(layerWith(Database.layer(options), options))
+    )
+  )

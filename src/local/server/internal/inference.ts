@@ -22,6 +22,7 @@
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -91,11 +92,17 @@ export const listModels = Effect.gen(function* () {
   return { object: "list" as const, data: [...base, ...trained] }
 }).pipe(Effect.orDie)
 
-/** The policy a chat completion's `model` names, if any (trained checkpoints through the cache). */
+/** A checkpoint whose weights do not match their digest: sampling it is refused, naming it. */
+export class DamagedCheckpoint extends Data.TaggedError("DamagedCheckpoint")<{ readonly message: string }> {}
+
+/**
+ * The policy a chat completion's `model` names, if any (trained checkpoints through the cache); a
+ * {@link DamagedCheckpoint} when the checkpoint's weights do not match their digest.
+ */
 export const resolvePolicy = (
   name: string,
   cache: PolicyCache
-): Effect.Effect<Option.Option<Policy>, never, Models | Checkpoints> =>
+): Effect.Effect<Option.Option<Policy>, DamagedCheckpoint, Models | Checkpoints> =>
   Effect.gen(function* () {
     const base = basePolicy(name)
     if (base !== undefined) return Option.some(base)
@@ -118,7 +125,13 @@ export const resolvePolicy = (
     cache.set(id, policy)
     return Option.some(policy)
   }).pipe(
-    Effect.catchTag("StoreError", (error) => (error.reason === "NotFound" ? Effect.succeedNone : Effect.die(error)))
+    Effect.catchTag("StoreError", (error) =>
+      error.reason === "NotFound"
+        ? Effect.succeedNone
+        : error.reason === "Corrupt"
+          ? Effect.fail(new DamagedCheckpoint({ message: error.message }))
+          : Effect.die(error)
+    )
   )
 
 const engineError = (error: EngineError) => HttpServerResponse.unsafeJson(errorBody(error), { status: 400 })
@@ -193,7 +206,7 @@ export interface Admitted extends Prepared {
 /**
  * Checks a chat-completions request and admits it under the budget (for as long as the request's scope, its
  * response being written): the admitted completion, or the answer refusing it (404 for an unknown model, 400
- * for a request the engine refuses, 429 when the queue is full).
+ * for a request the engine refuses, 429 when the queue is full, 500 naming a damaged checkpoint).
  */
 export const admit = (
   cache: PolicyCache,
@@ -204,19 +217,21 @@ export const admit = (
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
     const name = payload.model ?? BASE_MODEL
-    const resolved = yield* resolvePolicy(name, cache)
-    if (Option.isNone(resolved)) {
+    const resolved = yield* Effect.either(resolvePolicy(name, cache))
+    if (Either.isLeft(resolved)) return Either.left(openAi(500, "InternalServerError", resolved.left.message))
+    if (Option.isNone(resolved.right)) {
       return Either.left(openAi(404, "NotFoundError", `The model \`${name}\` does not exist.`))
     }
+    const policy = resolved.right.value
     const requestId = request.headers["x-request-id"]
     const options = {
       modelName: name,
       limits: budget.limits,
-      promptStates: promptStatesOf(resolved.value),
+      promptStates: promptStatesOf(policy),
       ...(requestId === undefined ? {} : { requestId })
     }
     const prepared = yield* Effect.try({
-      try: () => prepare(resolved.value, payload, options),
+      try: () => prepare(policy, payload, options),
       catch: (error) => error
     }).pipe(Effect.either)
     if (prepared._tag === "Left") {

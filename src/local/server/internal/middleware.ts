@@ -12,7 +12,9 @@
  * - `errors` runs inside `HttpApiBuilder`'s app, before it encodes failures with the api's error schemas:
  *   it turns `HttpApiDecodeError` into FastAPI's 422 body, an unknown route into a JSON 404 (or 405 with
  *   `Allow` when the path is known under other methods), an unreadable or oversized body into 422 / 413, the
- *   trace service's errors into their `{reason}` bodies (see `trace/errors.ts`), and a defect into a JSON 500.
+ *   trace service's errors into their `{reason}` bodies (see `trace/errors.ts`), a write refused for want of
+ *   space into a 507 naming the data directory and the space left (see `DiskSpace`), and a defect into a JSON
+ *   500.
  */
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as IncomingMessage from "@effect/platform/HttpIncomingMessage"
@@ -27,6 +29,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
+import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { SIGN_IN_PATH } from "../DashboardApi.js"
 import { admit } from "./admit.js"
 import { isUiPath, serveAsset } from "./assets.js"
@@ -168,9 +171,22 @@ const allowedMethods = (table: ReturnType<typeof routes>, path: string): Readonl
   return [...methods].sort()
 }
 
+/** A write refused for want of space: 507 in the surface's error shape, naming the data directory. */
+const diskFull = (request: HttpServerRequest.HttpServerRequest, dataDir: string | undefined) => {
+  const message = fullMessage(dataDir)
+  const path = pathname(request)
+  const response = isTracePath(path)
+    ? HttpServerResponse.unsafeJson({ reason: message }, { status: 507 })
+    : Responses.isOpenAiPath(path)
+      ? Responses.openAi(507, "InsufficientStorageError", message)
+      : Responses.detail(507, message)
+  // Trying again at once cannot help (clients of the convention retry 5xx unless told not to).
+  return HttpServerResponse.setHeader(response, "x-should-retry", "false")
+}
+
 /** The middleware inside the api's app, before its error encoding. */
 export const errors =
-  (table: ReturnType<typeof routes>, maxBodySize: number) =>
+  (table: ReturnType<typeof routes>, maxBodySize: number, dataDir?: string | undefined) =>
   (app: HttpApp.Default): HttpApp.Default =>
     withBuffered(
       Effect.catchAllCause(app, (cause) =>
@@ -210,6 +226,10 @@ export const errors =
           }
           const defect = Cause.dieOption(cause)
           if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(request, maxBodySize)
+          if (Option.isSome(defect) && isDiskFull(defect.value)) {
+            yield* Effect.logWarning(`a write was refused: ${fullMessage(dataDir)}`)
+            return diskFull(request, dataDir)
+          }
           if (Option.isSome(defect) && isBodyError(defect.value)) return Responses.invalid([jsonInvalid])
           if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
           yield* Effect.logError("Request failed with a defect", cause)

@@ -30,9 +30,11 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
 import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import { Checkpoints } from "../../store/Checkpoints.js"
+import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { JobEvents } from "../../store/JobEvents.js"
 import { type Claimed, INTERRUPTED_MESSAGE, type JobRecord, Jobs } from "../../store/Jobs.js"
 import * as TrainingThread from "./trainingThread.js"
@@ -50,6 +52,8 @@ export interface Options {
    * `workerData.ts`). The server passes one that reads its own uploads and what its read policy allows.
    */
   readonly readTrainingData?: ReadTrainingData | undefined
+  /** The data directory, named in the message of a job that failed for want of space. */
+  readonly dataDir?: string | undefined
 }
 
 /** The job worker. */
@@ -72,11 +76,12 @@ interface Base {
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
-/** The `error_message` of a failed run. */
-export const describeCause = (cause: Cause.Cause<unknown>): string => {
+/** The `error_message` of a failed run (`dataDir`: named when the disk is full). */
+export const describeCause = (cause: Cause.Cause<unknown>, dataDir?: string | undefined): string => {
   const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure)) return messageOf(failure.value)
+  if (Option.isSome(failure)) return isDiskFull(failure.value) ? fullMessage(dataDir) : messageOf(failure.value)
   const defect = Cause.dieOption(cause)
+  if (Option.isSome(defect) && isDiskFull(defect.value)) return fullMessage(dataDir)
   if (Option.isSome(defect)) return `internal error: ${messageOf(defect.value)}`
   return `internal error: ${Cause.pretty(cause)}`
 }
@@ -149,11 +154,24 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
         return job
       })
 
+    // Failing a job is a write too: on a full disk it is tried again for a while (space may come back), then
+    // left to the store's recovery at the next start (a job found running then is failed).
     const failJob = (id: string, message: string) =>
       jobs.fail(id, message).pipe(
         Effect.map(Option.some),
-        Effect.catchAll((error) =>
-          Effect.as(Effect.logWarning(`training job ${id} could not be failed: ${error.message}`), Option.none())
+        // A SQL failure is a defect of the store; here it is a failure to try again (a full disk) or report.
+        Effect.catchAllDefect((defect) => Effect.fail(defect)),
+        Effect.retry({
+          while: isDiskFull,
+          schedule: Schedule.spaced("2 seconds").pipe(Schedule.intersect(Schedule.recurs(30)))
+        }),
+        Effect.catchAll((error: unknown) =>
+          Effect.as(
+            Effect.logWarning(
+              `training job ${id} could not be failed: ${isDiskFull(error) ? fullMessage(options.dataDir) : messageOf(error)}`
+            ),
+            Option.none<JobRecord>()
+          )
         )
       )
 
@@ -161,7 +179,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
       execute(claimed).pipe(
         Effect.map(Option.some),
         Effect.catchAllCause((cause) =>
-          Cause.isInterruptedOnly(cause) ? Effect.interrupt : failJob(claimed.job.id, describeCause(cause))
+          Cause.isInterruptedOnly(cause)
+            ? Effect.interrupt
+            : failJob(claimed.job.id, describeCause(cause, options.dataDir))
         ),
         Effect.onInterrupt(() => Effect.asVoid(failJob(claimed.job.id, INTERRUPTED_MESSAGE))),
         Effect.withSpan("Worker.run", { attributes: { job: claimed.job.id, kind: claimed.job.kind } })

@@ -1,5 +1,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import { weightsDigest } from "./digest.js"
 
 /** Migration 1: every table of the store. */
 const initial = Effect.gen(function* () {
@@ -215,6 +216,18 @@ const responses = Effect.gen(function* () {
   )`
 })
 
+/**
+ * Migration 7: each checkpoint's weights carry their SHA-256 digest (hex), written with them and verified when
+ * they are loaded (`Checkpoints.weights`), so damaged weights are an error naming the checkpoint, never
+ * sampled. Checkpoints stored before get theirs here, from the weights as they are now.
+ */
+const checkpointDigests = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE checkpoints ADD COLUMN digest TEXT`
+  const rows = yield* sql<{ readonly id: string; readonly weights: Uint8Array }>`SELECT id, weights FROM checkpoints`
+  for (const row of rows) yield* sql`UPDATE checkpoints SET digest = ${weightsDigest(row.weights)} WHERE id = ${row.id}`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
 export const migrations = {
   "1_initial": initial,
@@ -222,5 +235,6 @@ export const migrations = {
   "3_trace_calls": traceCalls,
   "4_trace_objects": traceObjects,
   "5_trace_feedback": traceFeedback,
-  "6_responses": responses
+  "6_responses": responses,
+  "7_checkpoint_digests": checkpointDigests
 }

@@ -7,6 +7,7 @@ import { JsonObject } from "../../../api/Json.js"
 import { Checkpoint, CheckpointId, ModelId } from "../../../api/Model.js"
 import { TrainingJobEventType } from "../../../api/TrainingJob.js"
 import { conflict, notFound, type StoreError } from "../StoreError.js"
+import { weightsDigest } from "./digest.js"
 import { decodeRows, isUniqueViolation, json } from "./sql.js"
 
 /** Checkpoint metrics: finite numbers by name. */
@@ -74,6 +75,7 @@ export const insertCheckpoint = (
     step: record.step,
     metrics: json(record.metrics),
     weights: blob(input.weights),
+    digest: weightsDigest(input.weights),
     created_at: record.created_at
   })}`.pipe(
     Effect.catchIf(isUniqueViolation, () =>

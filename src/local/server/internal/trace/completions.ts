@@ -79,7 +79,8 @@ const prepare = (cache: PolicyCache, payload: CompletionsCreateReq, stream: bool
     yield* checkProject(payload.project_id)
     const request = yield* decodeRequest(payload.inputs, stream)
     const model = request.model ?? payload.inputs.model
-    const policy = yield* resolvePolicy(model, cache)
+    // A damaged checkpoint: a 500 here (the trace surface's errors have no kind for it), its message logged.
+    const policy = yield* Effect.orDie(resolvePolicy(model, cache))
     if (Option.isNone(policy)) return yield* Effect.fail(new NotFound({ reason: `Model ${model} not found` }))
     return { request, model, policy: policy.value }
   })

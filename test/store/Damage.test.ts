@@ -1,0 +1,220 @@
+/**
+ * Damaged files say so. Bytes flipped in the middle of a data directory's database: SQLite's check at start
+ * finds it, and the store refuses the directory naming what is damaged and how to recover. A byte flipped
+ * inside a checkpoint's weights (pages still valid, so SQLite sees nothing): the full check names the
+ * checkpoint, loading it is an error naming the model and step, and sampling it through the real server is
+ * an error naming it, never garbage sampled. A backup taken while a server trains and samples restores into a
+ * directory that passes the full check and serves what the original had.
+ */
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import OpenAI from "openai"
+import * as Backend from "../../src/Backend.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
+import * as Backup from "../../src/local/store/Backup.js"
+import { Checkpoints } from "../../src/local/store/Checkpoints.js"
+import * as Database from "../../src/local/store/Database.js"
+import * as Integrity from "../../src/local/store/Integrity.js"
+import { Models } from "../../src/local/store/Models.js"
+import * as Store from "../../src/local/store/Store.js"
+import * as Gather from "../../src/workflow/Gather.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Trainer from "../../src/workflow/Trainer.js"
+import { API_KEY } from "../support/clients.js"
+import { pick, reward } from "../workflow/support.js"
+
+const fresh = () => mkdtempSync(join(tmpdir(), "effect-rl-damage-"))
+
+/** Creates a model through the real server (its step-0 checkpoint written with it). */
+const createModel = (url: string, name: string) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${url}/v1/preview/models`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ entity: "e", project: "p", name, base_model: "effect-rl/tiny" })
+    })
+    expect(response.status).toBe(200)
+    return ((await response.json()) as { readonly id: string }).id
+  })
+
+const backend = (dataDir: string) => LocalBackend.layer({ dataDir, apiKey: Redacted.make(API_KEY) })
+
+/** A data directory with `models` models made through the server, closed: the first's id and weights. */
+const populate = (dataDir: string, models: number) =>
+  Effect.gen(function* () {
+    const { url } = yield* LocalBackend.LocalBackend
+    const ids = yield* Effect.forEach(
+      Array.from({ length: models }, (_, i) => `m${i}`),
+      (name) => createModel(url, name)
+    )
+    return ids[0]!
+  }).pipe(
+    Effect.provide(backend(dataDir)),
+    Effect.scoped,
+    Effect.flatMap((id) =>
+      Effect.map(
+        Effect.flatMap(Checkpoints, (c) => c.weights(id, 0)).pipe(
+          Effect.provide(Store.layer({ dataDir })),
+          Effect.scoped
+        ),
+        (weights) => ({ id, weights })
+      )
+    ),
+    Effect.orDie
+  )
+
+/** Flips one byte of a file at `offset`. */
+const flip = (file: string, offset: number) => {
+  const fd = openSync(file, "r+")
+  try {
+    const byte = Buffer.alloc(1)
+    readSync(fd, byte, 0, 1, offset)
+    byte[0] = byte[0]! ^ 0xff
+    writeSync(fd, byte, 0, 1, offset)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+describe("damaged files", () => {
+  it.live("a database with flipped bytes mid-file is refused at start, saying what and how to recover", () =>
+    Effect.gen(function* () {
+      const dataDir = fresh()
+      yield* populate(dataDir, 20)
+      const file = Database.filename(dataDir)
+      const size = statSync(file).size
+      // Flip a run of bytes in a page header of the middle of the file (b-tree pages: 4096 bytes).
+      const page = Math.floor(size / 4096 / 2) * 4096
+      for (let i = 0; i < 8; i++) flip(file, page + i)
+      const quick = yield* Integrity.check(file, "quick")
+      expect(quick._tag).toBe("Damaged")
+      const opened = yield* Effect.exit(Effect.scoped(Layer.build(Store.layer({ dataDir }))))
+      expect(Exit.isFailure(opened)).toBe(true)
+      const error = Exit.isFailure(opened) ? JSON.stringify(opened.cause) : ""
+      expect(error).toContain('"reason":"Damaged"')
+      expect(error).toContain(`the database ${file} is damaged (SQLite's quick_check: `)
+      expect(error).toContain(".recover")
+      rmSync(dataDir, { recursive: true, force: true })
+    })
+  )
+
+  it.live("a flipped byte inside a checkpoint's weights: the check, the load and the sampling name it", () =>
+    Effect.gen(function* () {
+      const dataDir = fresh()
+      const { id, weights } = yield* populate(dataDir, 1)
+      const file = Database.filename(dataDir)
+      const bytes = readFileSync(file)
+      // Find the weights on disk (a run of them inside one page) and flip a byte there.
+      let at = -1
+      for (let start = 4096; at === -1 && start + 64 < weights.length; start += 4096) {
+        const found = bytes.indexOf(weights.subarray(start, start + 64))
+        if (found !== -1) at = found + 32
+      }
+      expect(at).toBeGreaterThan(0)
+      flip(file, at)
+      expect((yield* Integrity.check(file, "quick"))._tag).toBe("Ok")
+      const full = yield* Integrity.check(file, "full")
+      expect(full).toMatchObject({
+        _tag: "Damaged",
+        problems: ["checkpoint step 0 of model e/p/m0: its weights do not match their digest"]
+      })
+      const loaded = yield* Effect.either(
+        Effect.flatMap(Checkpoints, (c) => c.weights(id, 0)).pipe(
+          Effect.provide(Store.layer({ dataDir })),
+          Effect.scoped
+        )
+      )
+      expect(Either.isLeft(loaded) && loaded.left.reason).toBe("Corrupt")
+      expect(Either.isLeft(loaded) && loaded.left.message).toContain("checkpoint step 0 of model e/p/m0 is damaged")
+      // Sampling it through the real server: an error naming it (the base model still answers).
+      yield* Effect.gen(function* () {
+        const { url } = yield* LocalBackend.LocalBackend
+        const client = new OpenAI({ apiKey: API_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+        const messages = [{ role: "user" as const, content: "hi" }]
+        const damaged = yield* Effect.promise(() =>
+          client.chat.completions
+            .create({ model: "wandb-artifact:///e/p/m0:step0", messages, max_completion_tokens: 2 })
+            .then(
+              () => undefined,
+              (error: unknown) => error as InstanceType<typeof OpenAI.APIError>
+            )
+        )
+        expect(damaged?.status).toBe(500)
+        expect(damaged?.message).toContain("checkpoint step 0 of model e/p/m0 is damaged")
+        const base = yield* Effect.promise(() =>
+          client.chat.completions.create({ model: "effect-rl/tiny", messages, max_completion_tokens: 2 })
+        )
+        expect(base.choices).toHaveLength(1)
+      }).pipe(Effect.provide(backend(dataDir)), Effect.scoped)
+      rmSync(dataDir, { recursive: true, force: true })
+    })
+  )
+})
+
+describe("backups", () => {
+  it.live("a backup taken while the server trains and samples restores and passes the full check", () =>
+    Effect.gen(function* () {
+      const dataDir = fresh()
+      const backups = fresh()
+      const restored = fresh()
+      yield* Effect.gen(function* () {
+        const { url } = yield* LocalBackend.LocalBackend
+        const client = new OpenAI({ apiKey: API_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+        // Load: completions sampling, and models written, while backups are taken.
+        const sampling = Effect.forEach(
+          Array.from({ length: 12 }, (_, i) => i),
+          (i) =>
+            Effect.promise(() =>
+              client.responses.create({ model: "effect-rl/tiny", input: `question ${i}`, max_output_tokens: 16 })
+            ),
+          { concurrency: 4 }
+        )
+        // A training step's job, submitted and followed while the backups run.
+        const training = Effect.gen(function* () {
+          const policy = yield* Policy.trainable({ project: "p", name: "trained", base_model: "effect-rl/tiny" })
+          const groups = yield* Gather.groups({
+            policy,
+            scenarios: ["a", "b"],
+            rolloutsPerGroup: 4,
+            rollout: pick,
+            reward
+          })
+          return yield* Trainer.train(
+            policy,
+            groups.map((g) => g.group)
+          )
+        })
+        // Models written, each followed by a backup, while the sampling and the training run.
+        const writing = Effect.forEach([1, 2, 3], (i) =>
+          Effect.zipRight(createModel(url, `m${i}`), Backup.write(dataDir, join(backups, `b${i}.sqlite`)))
+        )
+        const [, written, trained] = yield* Effect.all([sampling, writing, training], { concurrency: "unbounded" })
+        expect(trained.step).toBe(1)
+        expect(written.map((w) => w.bytes > 0)).toEqual([true, true, true])
+        // A backup never overwrites.
+        const again = yield* Effect.either(Backup.write(dataDir, join(backups, "b1.sqlite")))
+        expect(Either.isLeft(again) && again.left.reason).toBe("Exists")
+      }).pipe(Effect.provide(Backend.local({ dataDir, apiKey: Redacted.make(API_KEY) })), Effect.scoped)
+      // The last backup, restored as a data directory's database: the full check passes, the models are there.
+      const last = readFileSync(join(backups, "b3.sqlite"))
+      const target = Database.filename(restored)
+      const fd = openSync(target, "w", 0o600)
+      writeSync(fd, last)
+      closeSync(fd)
+      expect((yield* Integrity.check(target, "full"))._tag).toBe("Ok")
+      const models = yield* Effect.flatMap(Models, (m) => m.list).pipe(
+        Effect.provide(Store.layer({ dataDir: restored })),
+        Effect.scoped
+      )
+      expect(models.map((m) => m.name)).toContain("m3")
+      for (const dir of [dataDir, backups, restored]) rmSync(dir, { recursive: true, force: true })
+    })
+  )
+})
