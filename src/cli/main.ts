@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `effect-rl` command, on `@effect/cli` (`--help` on every subcommand, `--version`, typed options).
+ * The `effect-rl` command, parsed by `@effect/cli` (`--version`, typed options). Each command is declared as one
+ * table (`help.ts`) that gives both @effect/cli's config and its `--help` page; the command line is read first
+ * (`invocation.ts`) for `--help`, `--verbose` and the refusals worded better there (an unknown command or option,
+ * a flag without its value).
  *
  * - `effect-rl health`: the training service's health and system check
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
@@ -24,7 +27,8 @@
  *   URLs only under an `--allow-dir`, and from other http(s) URLs only with `--allow-http`
  *
  * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
- * `--verbose`); exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
+ * `--verbose`); an invocation refused, by the check or by @effect/cli, is one line `effect-rl <command>: ...`.
+ * Exit code 2 for an invocation refused (before anything is written), 1 for a failure, 130 for an
  * interruption. `serve` and `train` load the server and the engine when they run, `runner` (and `train
  * --cluster`) the cluster; `health`, `--help` and the other commands load none of them.
  *
