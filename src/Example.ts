@@ -73,11 +73,11 @@ export interface Example<E = unknown> {
 export const LOCAL_BASE_MODEL = "effect-rl/tiny"
 
 /**
- * The base model an example trains: the option, else `EFFECT_RL_BASE_MODEL`, else `local` (the embedded
- * backend's model the example needs; default {@link LOCAL_BASE_MODEL}).
+ * The base model an example trains: the option, else `EFFECT_RL_BASE_MODEL` (unless empty), else `local` (the
+ * embedded backend's model the example needs; default {@link LOCAL_BASE_MODEL}).
  */
 export const baseModelOf = (options: TrainOptions, local: string = LOCAL_BASE_MODEL): string =>
-  options.baseModel ?? process.env.EFFECT_RL_BASE_MODEL ?? local
+  options.baseModel ?? (process.env.EFFECT_RL_BASE_MODEL?.trim() || local)
 
 /** The model name an example trains under: the option, else `<example>-<time>`. */
 export const modelNameOf = (example: string, options: TrainOptions): string =>
