@@ -204,11 +204,15 @@ describe("effect-rl --help", () => {
   )
 })
 
-describe("an empty WANDB_API_KEY counts as unset", () => {
-  it("health says no key is set; train runs on the embedded backend and ends with its summary", async () => {
+describe("an empty setting counts as unset", () => {
+  it("health says no key is set; train (empty key, URL and base model) runs on the embedded backend to its summary", async () => {
     const [health, train] = await Promise.all([
       run(["health"], { WANDB_API_KEY: "" }),
-      run(["train", "minimal", "--steps", "1"], { WANDB_API_KEY: "", EFFECT_RL_TRAINING_URL: " " })
+      run(["train", "minimal", "--steps", "1"], {
+        WANDB_API_KEY: "",
+        EFFECT_RL_TRAINING_URL: " ",
+        EFFECT_RL_BASE_MODEL: ""
+      })
     ])
     expect(health.code).toBe(1)
     expect(health.stderr).toMatch(/^effect-rl health: no WANDB_API_KEY is set/)
