@@ -6,16 +6,17 @@
  * `<tool_call>` format, results in `tool` turns.
  *
  * The mix (each conversation drawn independently, by weight):
- * - tool use (0.40): a tools block of one to three tools, a question, the call of the right tool with the
+ * - tool use (0.30): a tools block of one to three tools, a question, the call of the right tool with the
  *   argument named in the question, its result (a word, a number or a small JSON object), and an answer that
  *   uses it (the bare value, a sentence, or a JSON object holding it);
- * - copying (0.14): a value stated in the prompt, asked back (bare, in a sentence, or as JSON);
- * - JSON (0.14): objects with word and number values, several read from the prompt;
- * - yes/no (0.12): membership, comparison of numbers, whether a word was in a list;
- * - choice (0.10): the one of a few options that answers the question (the larger number, the animal, ...);
+ * - copying (0.25): a value stated in the prompt, asked back (bare, in a sentence, or as JSON);
+ * - JSON (0.13): objects with word and number values, several read from the prompt;
+ * - yes/no (0.11): membership, comparison of numbers, whether a word was in a list;
+ * - choice (0.11): the one of a few options that answers the question (the larger number, the animal, ...);
  * - small talk and lists (0.10): greetings, short sentences, lists of words of a kind.
  *
- * All text is printable ASCII. The same seed gives the same conversations, in the same order.
+ * Tool conversations are ten times longer than the others (their tools block is most of them), so by tokens
+ * they are still most of the corpus. All text is printable ASCII. The same seed gives the same conversations, in the same order.
  */
 import type { Message, Tool } from "../../src/api/ChatMessage.js"
 import { renderPrompt } from "../../src/local/engine/ChatTemplate.js"
@@ -146,7 +147,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["weather", "get_weather", "forecast"]),
     description: d.pick(["Weather in a city", "The current weather of a city", "Get the weather"]),
     param: "city",
-    values: d.some(CITIES, d.range(3, 8)),
+    values: d.some(CITIES, d.range(3, 6)),
     enumerated: d.chance(0.6),
     ask: (d, city) =>
       d.pick([`What is the weather in ${city}?`, `How is the weather in ${city}?`, `Weather in ${city}?`]),
@@ -160,7 +161,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["clock", "time", "get_time"]),
     description: d.pick(["Time in a city", "The local time of a city"]),
     param: "city",
-    values: d.some(CITIES, d.range(3, 8)),
+    values: d.some(CITIES, d.range(3, 6)),
     enumerated: d.chance(0.6),
     ask: (d, city) => d.pick([`What time is it in ${city}?`, `Time in ${city}?`, `What is the time in ${city}?`]),
     result: (d) => {
@@ -173,7 +174,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["price", "get_price", "lookup_price"]),
     description: d.pick(["Price of an item", "The price of an item in the shop", "Look up a price"]),
     param: "item",
-    values: d.some(SHOP_ITEMS, d.range(3, 8)),
+    values: d.some(SHOP_ITEMS, d.range(3, 6)),
     enumerated: d.chance(0.7),
     ask: (d, item) =>
       d.pick([`How much is the ${item}?`, `What is the price of ${item}?`, `What does the ${item} cost?`]),
@@ -187,7 +188,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["stock", "get_stock", "inventory"]),
     description: d.pick(["Units of an item in stock", "How many of an item the shop has"]),
     param: "item",
-    values: d.some(SHOP_ITEMS, d.range(3, 8)),
+    values: d.some(SHOP_ITEMS, d.range(3, 6)),
     enumerated: d.chance(0.7),
     ask: (d, item) => d.pick([`How many ${item} are in stock?`, `How many ${item} do you have?`, `Stock of ${item}?`]),
     result: (d) => {
@@ -200,7 +201,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["lookup", "find", "search"]),
     description: d.pick(["Look up a code word", "Find the code of a name", "The code word of a person"]),
     param: "name",
-    values: d.some(NAMES, d.range(3, 8)),
+    values: d.some(NAMES, d.range(3, 6)),
     enumerated: d.chance(0.5),
     ask: (d, name) => d.pick([`What is the code of ${name}?`, `Look up the code word of ${name}.`, `${name}'s code?`]),
     result: (d) => {
@@ -213,7 +214,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["color_of", "get_color", "paint"]),
     description: d.pick(["The color of a thing", "Color of an item"]),
     param: "item",
-    values: d.some(THINGS, d.range(3, 8)),
+    values: d.some(THINGS, d.range(3, 6)),
     enumerated: d.chance(0.6),
     ask: (d, item) => d.pick([`What color is the ${item}?`, `Which color is the ${item}?`]),
     result: (d) => {
@@ -226,7 +227,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["age", "get_age", "age_of"]),
     description: d.pick(["Age of a person", "How old a person is"]),
     param: "name",
-    values: d.some(NAMES, d.range(3, 8)),
+    values: d.some(NAMES, d.range(3, 6)),
     enumerated: d.chance(0.5),
     ask: (d, name) => d.pick([`How old is ${name}?`, `What is the age of ${name}?`]),
     result: (d) => {
@@ -283,7 +284,7 @@ const toolMessage = (content: string, id: string): Message => ({ role: "tool", t
 /** A tool conversation: question, the right call, its result, an answer using it (sometimes twice over). */
 const toolUse = (d: Draw): Conversation => {
   const families = toolFamilies(d)
-  const offered = d.some(families, d.range(1, 3))
+  const offered = d.some(families, d.pick([1, 1, 2, 2, 2, 3]))
   const messages: Array<Message> = maybeSystem(d)
   const rounds = d.chance(0.15) ? 2 : 1
   for (let round = 0; round < rounds; round++) {
@@ -511,11 +512,11 @@ const smallTalk = (d: Draw): Conversation => {
 }
 
 const MIX: ReadonlyArray<readonly [number, (d: Draw) => Conversation]> = [
-  [0.4, toolUse],
-  [0.14, copying],
-  [0.14, json],
-  [0.12, yesNo],
-  [0.1, choice],
+  [0.3, toolUse],
+  [0.25, copying],
+  [0.13, json],
+  [0.11, yesNo],
+  [0.11, choice],
   [0.1, smallTalk]
 ]
 

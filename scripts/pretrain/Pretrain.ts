@@ -11,10 +11,11 @@
  * at every position, so attention to "the previous token" (what copying is built on) holds at positions the
  * run rarely trains.
  *
- * A step is about 2,048 tokens: seven steps in eight, a batch of whole conversations, each its own sequence from
- * position 0 (as an agent's prompt is, and attention costs only the conversation's own length); the eighth, one
- * sequence of 2,048 tokens packed with conversations one after another, so that every learned position up to
- * the context length is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results)
+ * A step is about 1,024 tokens (many small steps learn more per token than fewer large ones, at this size):
+ * fifteen steps in sixteen, a batch of whole conversations, each its own sequence from position 0 (as an agent's
+ * prompt is, and attention costs only the conversation's own length); the sixteenth, one sequence of 2,048
+ * tokens packed with conversations one after another, so that every learned position up to the context length
+ * is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results)
  * 0.25: the model learns to read them, and mostly to answer.
  */
 import { createHash } from "node:crypto"
@@ -50,10 +51,10 @@ export const BASE_CONFIG: PolicyConfig = { ...DEFAULT_POLICY_CONFIG, contextLeng
 /** The run that made the shipped weights. */
 export const SHIPPED_RUN: PretrainOptions = {
   seed: 1,
-  steps: 700,
+  steps: 1500,
   config: BASE_CONFIG,
   learningRate: 4e-3,
-  warmupSteps: 30,
+  warmupSteps: 50,
   contextWeight: 0.25
 }
 
@@ -79,11 +80,14 @@ export const learningRateAt = (options: PretrainOptions, step: number): number =
   return options.learningRate * (0.1 + 0.9 * 0.5 * (1 + Math.cos(Math.PI * Math.min(1, t))))
 }
 
-/** The tokens of a step's batch. */
-export const STEP_TOKENS = 2048
+/** The tokens of a step's batch of separate conversations. */
+export const STEP_TOKENS = 1024
 
-/** Whether a step (1-based) trains on one packed sequence of `STEP_TOKENS` rather than separate conversations. */
-export const isPackedStep = (step: number): boolean => step % 8 === 0
+/** The length of a packed step's sequence: the context length. */
+export const PACKED_TOKENS = 2048
+
+/** Whether a step (1-based) trains on one packed sequence of `PACKED_TOKENS` rather than separate conversations. */
+export const isPackedStep = (step: number): boolean => step % 16 === 0
 
 /** Packs a corpus's conversations into sequences of at most a given length, in order. */
 export class Packer {
@@ -160,7 +164,7 @@ export const pretrain = (
   const adam = makeAdamState(policy.parameterCount)
   const packer = new Packer(new Corpus(options.seed))
   for (let step = 1; step <= Math.min(stopAfter, options.steps); step++) {
-    const sequences = isPackedStep(step) ? [packer.next(STEP_TOKENS)] : packer.separate(STEP_TOKENS)
+    const sequences = isPackedStep(step) ? [packer.next(PACKED_TOKENS)] : packer.separate(STEP_TOKENS)
     const want = sequences.map((s) => {
       const w = new Uint8Array(s.ids.length).fill(1)
       w[0] = 0
