@@ -3,15 +3,21 @@
  * tokens/s, and the time of one RL step on 64 short trajectories (8 groups of 8 sharing a prompt, and 64
  * distinct prompts), beside the FLOP/s of a plain typed-array matrix multiply (256^3, naive i-k-j over
  * Float32Array) measured in the same run. Engine FLOPs are counted analytically (matrix products and
- * attention; a training step is 3x the forward pass). Times are the best of several runs. Run:
+ * attention; a training step is 3x the forward pass). Times are the best of several runs. Then completions on
+ * the decoding scheduler, as the server runs them: tokens/s of one alone and of 64 at once, batched (the default)
+ * and with batching off, side by side. Run:
  * `npx tsx bench/engine.ts`.
  */
 import { loadavg } from "node:os"
+import * as Effect from "effect/Effect"
+import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
 import { makeAdamState } from "../src/local/engine/Optimizer.js"
 import { logSoftmaxInto } from "../src/local/engine/policy/Kernels.js"
 import { Policy } from "../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken } from "../src/local/engine/policy/PolicyConfig.js"
 import { Rng } from "../src/local/engine/Random.js"
+import { completeEffect } from "../src/local/engine/Sampler.js"
+import { batching } from "../src/local/engine/sampler/Batcher.js"
 import { type RlGroup, trainRl } from "../src/local/engine/Trainer.js"
 
 /**
@@ -207,3 +213,47 @@ console.log(
 console.log(line(table[0]!))
 console.log(widths.map((w) => "-".repeat(w)).join("  "))
 for (const r of table.slice(1)) console.log(line(r))
+
+// --- Completions on the decoding scheduler: one alone, and 64 at once, batched and not --------------------
+// What the server does with chat completions in flight (`runRounds` on the process's decoding scheduler). With
+// batching (the default) the 64 decode in shared steps, one forward pass per step over all their rows; without
+// it, each takes its own steps in turn. Each completion: a short prompt, 64 sampled tokens (ignore_eos).
+const TOKENS = 64
+const completion = (seed: number): ChatCompletionRequest => ({
+  messages: [{ role: "user", content: `question ${seed}` }],
+  max_tokens: TOKENS,
+  ignore_eos: true,
+  seed
+})
+const served = Policy.create(config, { seed: 2 })
+const onScheduler = async (count: number, batched: boolean): Promise<number> => {
+  batching.enabled = batched
+  const t0 = performance.now()
+  await Effect.runPromise(
+    Effect.all(
+      Array.from({ length: count }, (_, i) => completeEffect(served, completion(i), { modelName: "bench" })),
+      { concurrency: "unbounded" }
+    )
+  )
+  batching.enabled = true
+  return (count * TOKENS) / ((performance.now() - t0) / 1000)
+}
+const best = async (count: number, batched: boolean, runs: number): Promise<number> => {
+  await onScheduler(count, batched)
+  let top = 0
+  for (let i = 0; i < runs; i++) top = Math.max(top, await onScheduler(count, batched))
+  return top
+}
+const one = await best(1, true, 5)
+const many = await best(64, true, 3)
+const manyUnbatched = await best(64, false, 3)
+console.log("")
+console.log(`completions on the decoding scheduler (${TOKENS} tokens each; best of several runs):`)
+console.log(`  1 completion                        ${one.toFixed(0).padStart(7)} tokens/s`)
+console.log(
+  `  64 concurrent, batched (default)    ${many.toFixed(0).padStart(7)} tokens/s  ${(many / one).toFixed(2)}x one`
+)
+console.log(
+  `  64 concurrent, batching off         ${manyUnbatched.toFixed(0).padStart(7)} tokens/s  ${(manyUnbatched / one).toFixed(2)}x one`
+)
+console.log(`  batched / unbatched at 64           ${(many / manyUnbatched).toFixed(2)}x`)

@@ -1,8 +1,8 @@
 /**
  * How long `/v1/health` waits on a busy embedded server: its latency (p50, p99, max) idle (the baseline), then
- * with 64 chat completions in flight, then with 16 long prompts (`--prompt` tokens each, all different, on the
+ * with 64 chat completions in flight, whole and streamed, then with 16 long prompts (`--prompt` tokens each, all different, on the
  * 2,048-token model: each runs its prompt a chunk at a time), then with 64 completions and an RL job training
- * at once.
+ * at once; then the sampled tokens/s of one completion and of 64 at once, side by side.
  *
  *   npx tsx bench/health.ts [--probes=200] [--tokens=300] [--prompt=1500]
  *
@@ -60,6 +60,44 @@ const completions = () =>
     })
   )
 
+/** Sixty-four streamed completions, each read to its end (`data: [DONE]`). */
+const streamedCompletions = () =>
+  Array.from({ length: 64 }, (_, i) =>
+    fetch(`${server.url}/v1/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({
+        model: "effect-rl/tiny",
+        messages: [{ role: "user", content: "go" }],
+        max_tokens: TOKENS,
+        ignore_eos: true,
+        seed: i,
+        stream: true
+      })
+    }).then(async (r) => {
+      const text = await r.text()
+      if (!r.ok || !text.includes("data: [DONE]")) throw new Error(`stream: ${r.status} ${text.slice(0, 200)}`)
+      return text
+    })
+  )
+
+/** Sampled tokens per second of `count` completions of `TOKENS` tokens at once, over the server's API. */
+const throughput = async (count: number) => {
+  const t0 = performance.now()
+  await Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      post("/v1/chat/completions", {
+        model: "effect-rl/tiny",
+        messages: [{ role: "user", content: "go" }],
+        max_tokens: TOKENS,
+        ignore_eos: true,
+        seed: 1000 + i
+      })
+    )
+  )
+  return (count * TOKENS) / ((performance.now() - t0) / 1000)
+}
+
 /** Sixteen prompts of about `--prompt` tokens, each different from its first byte (no shared prefix). */
 const longPrompts = () =>
   Array.from({ length: 16 }, (_, i) =>
@@ -96,6 +134,7 @@ try {
   show("idle (baseline)", idle)
 
   show("64 completions in flight", await underLoad(), idle)
+  show("64 streamed completions in flight", await underLoad(streamedCompletions), idle)
   show(`16 prompts of ${PROMPT} tokens in flight`, await underLoad(longPrompts), idle)
 
   // A large RL job: 64 choices of 200 tokens in 8 groups, then the same 64 completions while it trains.
@@ -122,6 +161,13 @@ try {
   }))
   await post("/v1/preview/training-jobs", { model_id: model.id, trajectory_groups: groups })
   show("64 completions and an RL job training", await underLoad(), idle)
+
+  // Throughput over the API, side by side: one completion alone, then 64 at once (each twice, the better kept).
+  const one = Math.max(await throughput(1), await throughput(1))
+  const many = Math.max(await throughput(64), await throughput(64))
+  console.log(
+    `sampled tokens/s over the API: 1 completion ${one.toFixed(0)}, 64 concurrent ${many.toFixed(0)} (${(many / one).toFixed(2)}x); load average ${loadavg()[0]!.toFixed(2)}`
+  )
 } finally {
   await stopServer(server.child)
   rmSync(dir, { recursive: true, force: true })

@@ -20,6 +20,19 @@ import { runToEnd } from "./Scheduler.js"
 export interface ExtendableModel<S extends DecodeState> extends LanguageModel<S> {
   /** Consume several tokens at once: the same state as advancing through them one by one. */
   readonly extend: (state: S, ids: ArrayLike<number>) => void
+  /** A state holding no token yet, with room for `expected` tokens, for `extend` to fill (optional). */
+  readonly emptyState?: ((expected: number) => S) | undefined
+}
+
+/**
+ * A piece of a prompt to run: extend `state` by `ids` (by `extend`, or as rows of a batched forward pass), then
+ * resume the generator that asked for it.
+ */
+export interface PromptWork<S extends DecodeState> {
+  /** The state to extend. */
+  readonly state: S
+  /** The prompt tokens to consume into it. */
+  readonly ids: ArrayLike<number>
 }
 
 /** Where a completion gets the state after its prompt. */
@@ -35,6 +48,15 @@ export interface PromptStates {
     ids: ReadonlyArray<number>,
     chunk?: ChunkSize
   ) => Generator<undefined, S>
+  /**
+   * The same state again, its chunks handed out as {@link PromptWork} for the caller to run (so that they can
+   * ride in a batched forward pass with other sequences' rows) rather than run here.
+   */
+  readonly prefillWork: <S extends DecodeState>(
+    model: LanguageModel<S>,
+    ids: ReadonlyArray<number>,
+    chunk?: ChunkSize
+  ) => Generator<PromptWork<S>, S>
 }
 
 /** How many prompt tokens to run in one piece when the state already holds `position` tokens. */
@@ -61,18 +83,47 @@ export function* runPrompt<S extends DecodeState>(
   ids: ReadonlyArray<number>,
   chunk: ChunkSize = DEFAULT_CHUNK
 ): Generator<undefined, S> {
+  return yield* runWork(model, promptWork(model, state, ids, chunk))
+}
+
+/**
+ * `runPrompt` with its chunks handed out as {@link PromptWork} (the caller runs each, then resumes the
+ * generator) rather than run here. A model that can make an empty state (`emptyState`) has every chunk handed
+ * out; one that cannot has its first chunk prefilled here; one that cannot extend is prefilled in one piece.
+ */
+export function* promptWork<S extends DecodeState>(
+  model: LanguageModel<S>,
+  state: S | null,
+  ids: ReadonlyArray<number>,
+  chunk: ChunkSize = DEFAULT_CHUNK
+): Generator<PromptWork<S>, S> {
   if (state === null && !isExtendable(model)) return model.prefill(ids)
   let at = state?.length ?? 0
   let current = state
+  if (current === null && (model as ExtendableModel<S>).emptyState !== undefined) {
+    current = (model as ExtendableModel<S>).emptyState!(ids.length)
+  }
   while (current === null || at < ids.length) {
     const size = Math.max(1, Math.min(ids.length - at, chunk(at)))
     const piece = size === ids.length - at && at === 0 ? ids : ids.slice(at, at + size)
     if (current === null) current = model.prefill(piece)
-    else (model as ExtendableModel<S>).extend(current, piece)
+    else yield { state: current, ids: piece }
     at += size
-    if (at < ids.length) yield
   }
   return current
+}
+
+/** Runs the pieces of a prompt by `extend`, pausing between pieces (not after the last): `runPrompt`'s steps. */
+function* runWork<S extends DecodeState>(model: LanguageModel<S>, work: Generator<PromptWork<S>, S>) {
+  let next = work.next()
+  let first = true
+  while (next.done !== true) {
+    if (!first) yield
+    first = false
+    ;(model as ExtendableModel<S>).extend(next.value.state, next.value.ids)
+    next = work.next()
+  }
+  return next.value
 }
 
 interface Entry {
@@ -122,16 +173,22 @@ export class PrefixCache implements PromptStates {
     model: LanguageModel<S>,
     ids: ReadonlyArray<number>,
     chunk: ChunkSize = DEFAULT_CHUNK
-  ): Generator<undefined, S> => {
-    if (!isExtendable(model) || ids.length > this.maxTokens) return runPrompt(model, null, ids, chunk)
-    return this.cachedSteps(model, ids, chunk)
+  ): Generator<undefined, S> => runWork(model, this.prefillWork(model, ids, chunk))
+
+  readonly prefillWork = <S extends DecodeState>(
+    model: LanguageModel<S>,
+    ids: ReadonlyArray<number>,
+    chunk: ChunkSize = DEFAULT_CHUNK
+  ): Generator<PromptWork<S>, S> => {
+    if (!isExtendable(model) || ids.length > this.maxTokens) return promptWork(model, null, ids, chunk)
+    return this.cachedWork(model, ids, chunk)
   }
 
-  private *cachedSteps<S extends DecodeState>(
+  private *cachedWork<S extends DecodeState>(
     model: ExtendableModel<S>,
     ids: ReadonlyArray<number>,
     chunk: ChunkSize
-  ): Generator<undefined, S> {
+  ): Generator<PromptWork<S>, S> {
     let best: Entry | undefined
     for (const entry of this.entries) {
       if ((best === undefined || entry.ids.length > best.ids.length) && startsWith(ids, entry.ids)) best = entry
@@ -144,7 +201,7 @@ export class PrefixCache implements PromptStates {
       best.used = ++this.clock
       start = model.fork(best.state as S)
     }
-    const state = yield* runPrompt(model, start, ids, chunk)
+    const state = yield* promptWork(model, start, ids, chunk)
     // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
     if (best === undefined || best.ids.length < ids.length) this.keep(Int32Array.from(ids), model.fork(state))
     return state

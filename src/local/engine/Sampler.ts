@@ -49,6 +49,13 @@
  * Seeds: choice `i` draws from a generator seeded with `seed + i` (int64 wrap-around); without `seed`, the
  * base seed is drawn from `crypto.getRandomValues`. Greedy steps draw nothing.
  *
+ * Batched decoding: on the decoding scheduler (`runRounds`, a stream's chunks pulled by the server), the
+ * completions in flight on a model decode together (`sampler/Batcher.ts`, `sampler/Job.ts`): one forward pass
+ * per step runs every choice's last token and a piece of each prompt still running, and the next-token logits
+ * of every choice are one matrix product. A request's choices decode together even alone (`complete`). Each
+ * choice keeps its own state and random stream, and the policy computes each row the same bits whatever rows
+ * share its pass, so a completion is the same, bit for bit, batched or not, whatever it was batched with.
+ *
  * Accepted without effect, as the convention's engine does: `length_penalty` (beam search only),
  * `spaces_between_special_tokens` (used, with `skip_special_tokens: false`), `include_reasoning`,
  * `reasoning_effort`, `user`, `cache_salt`, `kv_transfer_params`, `mm_processor_kwargs`, `vllm_xargs`,
@@ -64,24 +71,14 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import type {
-  ChatCompletion,
-  ChatCompletionChunk,
-  ChatCompletionRequest,
-  Choice,
-  ChunkChoice,
-  Delta,
-  PromptLogprob,
-  Usage
-} from "../../api/ChatCompletion.js"
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { EngineError } from "./EngineError.js"
 import type { DecodeState, LanguageModel } from "./LanguageModel.js"
-import { type PrefixCache, type PromptStates, runPrompt } from "./PrefixCache.js"
+import type { PrefixCache, PromptStates } from "./PrefixCache.js"
 import { decoding, runToEnd, type Task } from "./Scheduler.js"
-import { ChoiceRun, clampLogprob, logSumExp, topIds, Workspace } from "./sampler/ChoiceRun.js"
-import { DEFAULT_LIMITS, type Plan, plan, type RequestLimits } from "./sampler/RequestPlan.js"
-import { tokenString } from "./Tokenizer.js"
-import { newCallId, parseToolCalls, ToolCallStream } from "./ToolCallText.js"
+import { batching } from "./sampler/Batcher.js"
+import { Job, stepJobs } from "./sampler/Job.js"
+import { DEFAULT_LIMITS, plan, type RequestLimits } from "./sampler/RequestPlan.js"
 
 export {
   /** The bounds on a request's work when the options give none. */
@@ -114,220 +111,6 @@ export interface CompleteOptions {
   readonly promptStates?: PromptStates | undefined
 }
 
-const decoder = new TextDecoder("utf-8", { fatal: false })
-const textOf = (bytes: ReadonlyArray<number>, from: number, to: number): string =>
-  from >= to ? "" : decoder.decode(Uint8Array.from(bytes.slice(from, to)))
-
-/** A prepared request: the plan, the prompt state and the choices' runs. */
-class Job<S extends DecodeState> {
-  readonly runs: Array<ChoiceRun<S>>
-  readonly created: number
-  readonly id: string
-  readonly promptLogprobs: Array<{ [id: string]: PromptLogprob } | null> | null
-
-  /**
-   * A job whose prompt runs a chunk at a time (see `PrefixCache.runPrompt`), pausing between chunks: a long
-   * prompt takes several turns of the decoding scheduler, not one.
-   */
-  static *start<S extends DecodeState>(
-    model: LanguageModel<S>,
-    request: ChatCompletionRequest,
-    plan: Plan,
-    options: CompleteOptions
-  ): Generator<undefined, Job<S>> {
-    const base =
-      options.promptStates === undefined
-        ? yield* runPrompt(model, null, plan.promptIds)
-        : yield* options.promptStates.prefillSteps(model, plan.promptIds)
-    return new Job(model, request, plan, options, base)
-  }
-
-  private constructor(
-    readonly model: LanguageModel<S>,
-    readonly request: ChatCompletionRequest,
-    readonly plan: Plan,
-    readonly options: CompleteOptions,
-    base: S
-  ) {
-    const ws = new Workspace(model.vocabSize)
-    const promptMark = new Uint8Array(model.vocabSize)
-    for (const id of plan.promptIds) if (id >= 0 && id < promptMark.length) promptMark[id] = 1
-    this.runs = []
-    for (let i = 0; i < plan.n; i++) {
-      const state = i === plan.n - 1 ? base : model.fork(base)
-      this.runs.push(new ChoiceRun(model, plan, ws, state, i, promptMark))
-    }
-    this.created = Math.floor((options.now ?? Date.now()) / 1000)
-    this.id = `chatcmpl-${options.requestId ?? request.request_id ?? crypto.randomUUID()}`
-    this.promptLogprobs = plan.promptLogprobs === null ? null : this.computePromptLogprobs(plan.promptLogprobs)
-  }
-
-  private computePromptLogprobs(k: number): Array<{ [id: string]: PromptLogprob } | null> {
-    const { model, plan } = this
-    const ids = plan.promptIds
-    const scores = ids.length > 1 ? model.scoreTokens(ids, 1) : new Float32Array(0)
-    const token = (t: number) => (plan.tokensAsIds ? `token_id:${t}` : tokenString(t))
-    const out: Array<{ [id: string]: PromptLogprob } | null> = [null]
-    const top = k === -1 ? model.vocabSize : k
-    let state: S | null = top > 0 && ids.length > 1 ? model.prefill([ids[0]!]) : null
-    const order = new Int32Array(model.vocabSize)
-    const buffer = new Float32Array(model.vocabSize)
-    for (let t = 1; t < ids.length; t++) {
-      const id = ids[t]!
-      const entry: { [id: string]: PromptLogprob } = {}
-      if (state !== null) {
-        const logits = model.logits(state, buffer)
-        const lse = logSumExp(logits)
-        let rank = 1
-        for (let i = 0; i < logits.length; i++) if (logits[i]! > logits[id]!) rank++
-        entry[String(id)] = { logprob: clampLogprob(scores[t - 1]!), rank, decoded_token: token(id) }
-        const alternatives = topIds(logits, top, order)
-        for (let j = 0; j < alternatives.length; j++) {
-          const a = alternatives[j]!
-          if (a !== id)
-            entry[String(a)] = { logprob: clampLogprob(logits[a]! - lse), rank: j + 1, decoded_token: token(a) }
-        }
-        if (t < ids.length - 1) model.advance(state, id)
-        else state = null
-      } else entry[String(id)] = { logprob: clampLogprob(scores[t - 1]!), decoded_token: token(id) }
-      out.push(entry)
-    }
-    return out
-  }
-
-  usage(): Usage {
-    const prompt = this.plan.promptIds.length
-    let completion = 0
-    for (const run of this.runs) completion += run.output.length
-    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
-  }
-
-  choiceOf(run: ChoiceRun<S>): Choice {
-    const plan = this.plan
-    const generated = textOf(run.text, 0, run.textEnd)
-    const content = plan.echo + generated
-    const calls = plan.parsesToolCalls ? parseToolCalls(generated) : null
-    const choice: {
-      -readonly [K in keyof Choice]: Choice[K]
-    } = {
-      index: run.index,
-      // `refusal` is always there, as the hosted engine sends it (generated client schemas require the key).
-      message:
-        calls === null
-          ? { role: plan.role, content, refusal: null }
-          : {
-              role: plan.role,
-              content: plan.echo + (calls.content ?? "") === "" ? null : plan.echo + (calls.content ?? ""),
-              refusal: null,
-              tool_calls: calls.calls.map((call) => ({
-                id: newCallId(),
-                type: "function" as const,
-                function: { name: call.name, arguments: call.arguments }
-              }))
-            },
-      // `refusal: null` beside `content`, as OpenAI sends it (generated client schemas require the key).
-      logprobs: plan.logprobs ? { content: run.logprobs, refusal: null } : null,
-      finish_reason: calls === null ? run.finishReason : "tool_calls",
-      stop_reason: run.stopReason
-    }
-    if (plan.returnTokenIds) choice.token_ids = [...run.output]
-    return choice
-  }
-
-  /**
-   * Run every choice to its end, in rounds (one token of each unfinished choice), pausing after each round;
-   * the whole response at the end. Each choice decodes with its own state and random stream, so the order of
-   * the steps does not change what is sampled.
-   */
-  *rounds(): Generator<void, ChatCompletion> {
-    let active = this.runs.filter((run) => !run.finished)
-    while (active.length > 0) {
-      for (const run of active) run.step()
-      active = active.filter((run) => !run.finished)
-      yield
-    }
-    return this.response()
-  }
-
-  private response(): ChatCompletion {
-    const response: { -readonly [K in keyof ChatCompletion]: ChatCompletion[K] } = {
-      id: this.id,
-      object: "chat.completion",
-      created: this.created,
-      model: this.options.modelName,
-      choices: this.runs.map((run) => this.choiceOf(run)),
-      usage: this.usage()
-    }
-    if (this.promptLogprobs !== null) response.prompt_logprobs = this.promptLogprobs
-    if (this.plan.returnTokenIds) response.prompt_token_ids = [...this.plan.promptIds]
-    return response
-  }
-
-  private chunk(choices: Array<ChunkChoice>, extra?: Partial<ChatCompletionChunk>): ChatCompletionChunk {
-    const chunk: { -readonly [K in keyof ChatCompletionChunk]: ChatCompletionChunk[K] } = {
-      id: this.id,
-      object: "chat.completion.chunk",
-      created: this.created,
-      model: this.options.modelName,
-      choices,
-      ...extra
-    }
-    if (this.plan.continuousUsage && chunk.usage === undefined) chunk.usage = this.usage()
-    return chunk
-  }
-
-  /** Stream the choices in lockstep: role chunks first, then one chunk per sampled token, then usage. */
-  *stream(): Generator<ChatCompletionChunk> {
-    const plan = this.plan
-    let first = true
-    for (const run of this.runs) {
-      const extra: Partial<ChatCompletionChunk> =
-        first && plan.returnTokenIds ? { prompt_token_ids: [...plan.promptIds] } : {}
-      first = false
-      yield this.chunk(
-        [{ index: run.index, delta: { role: plan.role, content: "" }, logprobs: null, finish_reason: null }],
-        extra
-      )
-      if (plan.echo !== "") {
-        yield this.chunk([{ index: run.index, delta: { content: plan.echo }, logprobs: null, finish_reason: null }])
-      }
-    }
-    // With tools, each choice's text goes through a parser that turns calls into `tool_calls` deltas.
-    const calls = new Map(this.runs.map((run) => [run, plan.parsesToolCalls ? new ToolCallStream() : null]))
-    let active = this.runs.filter((run) => !run.finished)
-    while (active.length > 0) {
-      for (const run of active) {
-        const sampled = run.step()
-        const end = run.streamable()
-        const text = textOf(run.text, run.streamed, end)
-        run.streamed = end
-        const parser = calls.get(run) ?? null
-        let delta: Delta = { content: text }
-        let finishReason: string | null = run.finished ? run.finishReason : null
-        if (parser !== null) {
-          const parsed = parser.push(text)
-          const content = run.finished ? parsed.content + parser.finish() : parsed.content
-          delta = parsed.toolCalls.length > 0 ? { content, tool_calls: parsed.toolCalls } : { content }
-          if (run.finished && parseToolCalls(textOf(run.text, 0, run.textEnd)) !== null) finishReason = "tool_calls"
-        }
-        const choice: { -readonly [K in keyof ChunkChoice]: ChunkChoice[K] } = {
-          index: run.index,
-          delta,
-          logprobs: plan.logprobs
-            ? { content: sampled?.logprob != null ? [sampled.logprob] : [], refusal: null }
-            : null,
-          finish_reason: finishReason
-        }
-        if (run.finished) choice.stop_reason = run.stopReason
-        if (plan.returnTokenIds) choice.token_ids = sampled === null ? [] : [sampled.id]
-        yield this.chunk([choice])
-      }
-      active = active.filter((run) => !run.finished)
-    }
-    if (plan.includeUsage) yield this.chunk([], { usage: this.usage() })
-  }
-}
-
 /**
  * A request checked and ready to decode: the most tokens it may sample, and its decoding, as rounds (see
  * {@link runRounds}) or as the chunks of a stream. Nothing is computed (no prefill) until one is started.
@@ -353,17 +136,45 @@ export const prepare = <S extends DecodeState>(
   const checked = plan(model, request, options.limits ?? DEFAULT_LIMITS)
   return {
     tokens: checked.n * checked.maxTokens,
-    // The job (and its prefill) is made in the generator's first step, not when the generator is made: on the
-    // server that step runs on the decoding scheduler, in turn with the others, not in the request's handler.
+    // Nothing runs (no prefill) until the generator is first pulled: on the server that is on the decoding
+    // scheduler, in turn with the others, not in the request's handler.
     rounds: function* () {
-      const job = yield* Job.start(model, request, checked, options)
-      return yield* job.rounds()
+      const job = new Job(model, request, checked, options, false)
+      while (!job.finished) yield* step(job)
+      return job.response()
     },
     stream: function* () {
-      const job = yield* Job.start(model, request, checked, options)
-      yield* job.stream()
+      const job = new Job(model, request, checked, options, true)
+      for (;;) {
+        const chunk = job.chunks.shift()
+        if (chunk !== undefined) yield chunk
+        else if (job.finished) return
+        else yield* step(job)
+      }
     }
   }
+}
+
+/**
+ * One step of a job. On the decoding scheduler (inside its task's step), the job asks the batcher for its step
+ * (or, with batching off, steps alone) and pauses; elsewhere (`complete`, `completeStream`) it steps alone at
+ * once and pauses only while its prompt still runs. True when a pause was yielded.
+ */
+function* step<S extends DecodeState>(job: Job<S>): Generator<undefined, boolean> {
+  if (job.failure !== null) throw job.failure.error
+  if (batching.scheduler.running) {
+    // A step of the scheduler's task: a pause after it, so that the task gives the other tasks their turn.
+    if (batching.enabled) batching.request(job)
+    else stepJobs(job.model, [job])
+    yield
+    return true
+  }
+  stepJobs(job.model, [job])
+  if (!job.decoding) {
+    yield
+    return true
+  }
+  return false
 }
 
 /**

@@ -9,6 +9,9 @@
  * completions in flight. (Each completion giving the loop a turn on its own did not bound that: sixty-four of
  * them, each running its 10 ms before yielding, held a probe for most of a second.)
  *
+ * Completions on a model decode in batches (`sampler/Batcher.ts`): a completion's step asks the batcher, itself a
+ * task here, for its next token and pauses; one step of the batcher advances every completion that asked.
+ *
  * @since 0.1.0
  */
 
@@ -28,8 +31,14 @@ export class Scheduler {
   private tasks: Array<Task> = []
   private cursor = 0
   private scheduled = false
+  private inTurn = false
 
   constructor(readonly turnMs: number = TURN_MS) {}
+
+  /** Whether a step of this scheduler's tasks is running now (the caller is inside one). */
+  get running(): boolean {
+    return this.inTurn
+  }
 
   /** Adds a task; its first step runs on a later turn. */
   add(task: Task): void {
@@ -59,11 +68,14 @@ export class Scheduler {
       const task = this.tasks[this.cursor]!
       let done: boolean
       try {
+        this.inTurn = true
         done = task.step()
       } catch (error) {
         this.remove(task)
         task.fail(error)
         continue
+      } finally {
+        this.inTurn = false
       }
       if (done) this.remove(task)
       else this.cursor += 1

@@ -98,6 +98,7 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly one: Array<PolicyState> = []
   private readonly rowStateBuf: Array<PolicyState | undefined> = []
   private readonly rowPosDecode = new GrowInt()
+  private readonly rowIds = new GrowInt()
   private readonly oneId = new Int32Array(1)
   // training workspace
   private readonly batch: PackedBatch
@@ -191,14 +192,22 @@ export class Policy implements LanguageModel<PolicyState> {
   readonly prefill = (ids: ArrayLike<number>): PolicyState => {
     if (ids.length === 0) throw new RangeError("prefill: the prompt must hold at least one token")
     this.checkLength(ids.length)
+    const state = this.emptyState(ids.length)
+    this.extend(state, ids)
+    return state
+  }
+
+  /**
+   * A state that holds no token yet, with room for `expected` tokens (it grows past them as needed): `extend`
+   * then consumes a prompt into it, as `prefill` does.
+   */
+  readonly emptyState = (expected: number): PolicyState => {
     let capacity = 16
-    while (capacity < ids.length + 16) capacity *= 2
+    while (capacity < expected + 16) capacity *= 2
     capacity = Math.min(capacity, this.contextLength)
     const d = this.config.dModel
     const kv = Array.from({ length: this.config.nLayers }, () => this.make(capacity * 2 * d))
-    const state = new PolicyState(0, kv, capacity, this.make(d))
-    this.extend(state, ids)
-    return state
+    return new PolicyState(0, kv, capacity, this.make(d))
   }
 
   /** A copy of a state (for several completions of one prompt). */
@@ -262,6 +271,43 @@ export class Policy implements LanguageModel<PolicyState> {
     this.forwardRows(rowState, rowPos, ids, count)
     for (let b = 0; b < count; b++) states[b]!.length += 1
     rowState.fill(undefined, 0, count)
+  }
+
+  /**
+   * Consume tokens in each of `count` distinct states at once (`ids[i]`, one token or several, into `states[i]`)
+   * in one forward pass: one matrix product per layer over all the rows, attention per state over its own
+   * cache. Each state ends as `extend` (or `advance` token by token) would leave it, bit for bit.
+   */
+  readonly extendMany = (
+    states: ReadonlyArray<PolicyState>,
+    ids: ReadonlyArray<ArrayLike<number>>,
+    count: number = states.length
+  ): void => {
+    let rows = 0
+    for (let b = 0; b < count; b++) {
+      const s = states[b]!
+      const n = ids[b]!.length
+      this.checkLength(s.length + n)
+      while (s.capacity < s.length + n) this.growState(s)
+      rows += n
+    }
+    if (rows === 0) return
+    const rowState = this.rowStates(rows)
+    const rowPos = this.rowPosDecode.need(rows)
+    const flat = this.rowIds.need(rows)
+    let r = 0
+    for (let b = 0; b < count; b++) {
+      const s = states[b]!
+      const piece = ids[b]!
+      for (let i = 0; i < piece.length; i++) {
+        rowState[r] = s
+        rowPos[r] = s.length + i
+        flat[r++] = piece[i]!
+      }
+    }
+    this.forwardRows(rowState, rowPos, flat, rows)
+    for (let b = 0; b < count; b++) states[b]!.length += ids[b]!.length
+    rowState.fill(undefined, 0, rows)
   }
 
   /** The next-token logits after the state's tokens (written into `out`, or a reused buffer). */

@@ -101,7 +101,13 @@ export class ChoiceRun<S extends DecodeState> {
   textEnd = 0
   /** Bytes of text already streamed. */
   streamed = 0
-  private state: S
+  /** The choice's decoding state: its prompt and every token sampled, but {@link pending}. */
+  readonly state: S
+  /**
+   * The token sampled last and not yet consumed by the state (-1 when none): whoever steps the choice runs it
+   * through the model (alone by `advance`, or as a row of a batched forward pass) before the next step.
+   */
+  pending = -1
   private readonly rng: Rng
   private readonly counts: Int32Array
   private readonly seen: Array<number> = []
@@ -315,8 +321,12 @@ export class ChoiceRun<S extends DecodeState> {
     return this.plan.ignoreEos && m.canContinue() ? "length" : "stop"
   }
 
-  /** Sample one token; null when the choice ended without one (no token was possible). */
-  step(): Sampled | null {
+  /**
+   * Sample one token from the next-token logits of the state (given, or computed here); null when the choice
+   * ended without one (no token was possible). The token is left {@link pending} unless the choice ended.
+   */
+  step(given?: Float32Array): Sampled | null {
+    if (this.pending !== -1) throw new Error("ChoiceRun.step: the last token was not consumed by the state")
     const plan = this.plan
     const ws = this.ws
     if (!this.masks()) {
@@ -325,7 +335,7 @@ export class ChoiceRun<S extends DecodeState> {
       this.finish(m !== null && !m.canEnd() ? "length" : "stop", null, this.text.length)
       return null
     }
-    const logits = this.model.logits(this.state, ws.raw)
+    const logits = given ?? this.model.logits(this.state, ws.raw)
     const vocab = logits.length
     const work = ws.work
     const ok = ws.ok
@@ -376,7 +386,7 @@ export class ChoiceRun<S extends DecodeState> {
       if (plan.stopStrings.length > 0 && this.output.length > plan.minTokens) this.findStop(before)
       if (!this.finished && this.output.length >= plan.maxTokens) this.finish(this.endReason(), null, this.text.length)
     }
-    if (!this.finished) this.model.advance(this.state, id)
+    if (!this.finished) this.pending = id
     return { id, logprob: entry }
   }
 
