@@ -24,7 +24,10 @@
  *   `EFFECT_RL_API_KEY`, and with neither a key is generated, printed once and stored in the data directory
  *   for the next start. One server per data directory (a second one fails naming the first); the directory
  *   is 0700 and its files 0600. SFT training data is read from the backend's own uploads, from `file://`
- *   URLs only under an `--allow-dir`, and from other http(s) URLs only with `--allow-http`
+ *   URLs only under an `--allow-dir`, and from other http(s) URLs only with `--allow-http`; a damaged database
+ *   is refused at start (SQLite's quick_check), saying how to recover
+ * - `effect-rl check [--data-dir <dir>]`, `effect-rl backup <file> [--data-dir <dir>]`: the full check of a data
+ *   directory's database, and a consistent copy of it, also while it is served (see `dataDir.ts`)
  *
  * Every failure is one sentence on stderr saying what failed and what to do (the whole cause with
  * `--verbose`); an invocation refused, by the check or by @effect/cli, is one line `effect-rl <command>: ...`.
@@ -55,6 +58,7 @@ import * as InferenceClient from "../client/InferenceClient.js"
 import * as TrainingClient from "../client/TrainingClient.js"
 import type * as Example from "../Example.js"
 import { version } from "../internal/version.js"
+import { backup, backupTable, check, checkTable } from "./dataDir.js"
 import { failed, render, usage } from "./failure.js"
 import { commandPage, describe, rootPage, table, terminalOf } from "./help.js"
 import { read } from "./invocation.js"
@@ -392,6 +396,8 @@ const pages = [
   trainTable.help,
   trainAgentTable.help,
   serveTable.help,
+  checkTable.help,
+  backupTable.help,
   runnerTable.help
 ]
 
@@ -409,7 +415,7 @@ const parsed = Console.consoleWith((console) => {
       `effect-rl ${version}: ${pages.map((page) => page.name).join(", ")}\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
     )
   ).pipe(
-    Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, runner]),
+    Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, check, backup, runner]),
     Command.transformHandler((handler) => Effect.withConsole(handler, console))
   )
   const quiet: Console.Console = { ...console, error: () => Effect.void }

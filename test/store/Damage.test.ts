@@ -6,6 +6,7 @@
  * an error naming it, never garbage sampled. A backup taken while a server trains and samples restores into a
  * directory that passes the full check and serves what the original had.
  */
+import { spawnSync } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -154,6 +155,56 @@ describe("damaged files", () => {
         expect(base.choices).toHaveLength(1)
       }).pipe(Effect.provide(backend(dataDir)), Effect.scoped)
       rmSync(dataDir, { recursive: true, force: true })
+    })
+  )
+})
+
+/** Runs `effect-rl` from source to its end. */
+const effectRl = (...args: ReadonlyArray<string>) =>
+  spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    cwd: new URL("../../", import.meta.url).pathname,
+    encoding: "utf8",
+    timeout: 60_000
+  })
+
+describe("the command: check, backup, and serve refusing a damaged database", () => {
+  it.live("check and backup on a sound directory; check names a damaged checkpoint; serve refuses damage", () =>
+    Effect.gen(function* () {
+      const dataDir = fresh()
+      const other = fresh()
+      const { weights } = yield* populate(dataDir, 1)
+      const sound = effectRl("check", "--data-dir", dataDir)
+      expect(sound.status, sound.stderr).toBe(0)
+      expect(sound.stdout).toMatch(/effect-rl\.sqlite: ok \(integrity_check, 1 checkpoint digest\(s\)/)
+      const copy = join(other, "copy.sqlite")
+      const backedUp = effectRl("backup", copy, "--data-dir", dataDir)
+      expect(backedUp.status, backedUp.stderr).toBe(0)
+      expect(backedUp.stdout).toContain(`backup written: ${copy}`)
+      const twice = effectRl("backup", copy, "--data-dir", dataDir)
+      expect(twice.status).not.toBe(0)
+      // A byte of the weights flipped on disk: check names the checkpoint and how to recover.
+      const file = Database.filename(dataDir)
+      const bytes = readFileSync(file)
+      const at = bytes.indexOf(weights.subarray(8192, 8256))
+      expect(at).toBeGreaterThan(0)
+      flip(file, at + 16)
+      const damaged = effectRl("check", "--data-dir", dataDir)
+      expect(damaged.status).toBe(1)
+      expect(damaged.stdout).toContain(
+        "damaged: checkpoint step 0 of model e/p/m0: its weights do not match their digest"
+      )
+      expect(damaged.stderr.trim()).toMatch(
+        /^effect-rl check: .* is damaged \(1 finding\(s\) above\); restore a backup/
+      )
+      // Bytes flipped in a page: serve refuses to start, saying what and how to recover.
+      const size = statSync(file).size
+      const page = Math.floor(size / 4096 / 2) * 4096
+      for (let i = 0; i < 8; i++) flip(file, page + i)
+      const refused = effectRl("serve", "--data-dir", dataDir, "--port", "0")
+      expect(refused.status).toBe(1)
+      expect(refused.stderr.trim()).toMatch(/^effect-rl serve: the database .* is damaged \(SQLite's quick_check: /)
+      expect(refused.stderr).toContain(".recover")
+      for (const dir of [dataDir, other]) rmSync(dir, { recursive: true, force: true })
     })
   )
 })
