@@ -169,6 +169,25 @@ describe("batched decoding", () => {
     })
   )
 
+  it.live("complete inside a step of the scheduler runs to its end alone (it never waits for the batcher)", () =>
+    Effect.gen(function* () {
+      const r = requests(9)[1]!
+      const inside = yield* Effect.promise(
+        () =>
+          new Promise<unknown>((resolve, reject) =>
+            decoding.add({
+              step: () => {
+                resolve(complete(policy, r, { modelName: "m", now: 0, requestId: "in" }))
+                return true
+              },
+              fail: reject
+            })
+          )
+      )
+      expect(idless(inside)).toBe(idless(complete(policy, r, { modelName: "m", now: 0, requestId: "in" })))
+    })
+  )
+
   it.live("an interrupted completion leaves the batch; the others finish", () =>
     Effect.gen(function* () {
       const long = {

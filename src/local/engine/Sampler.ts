@@ -132,6 +132,14 @@ export const prepare = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
+): Prepared => preparing(model, request, options, false)
+
+/** `prepare`; `alone`: the job always steps alone (run to its end at once, never through the batcher). */
+const preparing = <S extends DecodeState>(
+  model: LanguageModel<S>,
+  request: ChatCompletionRequest,
+  options: CompleteOptions,
+  alone: boolean
 ): Prepared => {
   const checked = plan(model, request, options.limits ?? DEFAULT_LIMITS)
   return {
@@ -140,7 +148,7 @@ export const prepare = <S extends DecodeState>(
     // scheduler, in turn with the others, not in the request's handler.
     rounds: function* () {
       const job = new Job(model, request, checked, options, false)
-      while (!job.finished) yield* step(job)
+      while (!job.finished) yield* step(job, alone)
       return job.response()
     },
     stream: function* () {
@@ -149,20 +157,20 @@ export const prepare = <S extends DecodeState>(
         const chunk = job.chunks.shift()
         if (chunk !== undefined) yield chunk
         else if (job.finished) return
-        else yield* step(job)
+        else yield* step(job, alone)
       }
     }
   }
 }
 
 /**
- * One step of a job. On the decoding scheduler (inside its task's step), the job asks the batcher for its step
- * (or, with batching off, steps alone) and pauses; elsewhere (`complete`, `completeStream`) it steps alone at
- * once and pauses only while its prompt still runs. True when a pause was yielded.
+ * One step of a job. Pulled on the decoding scheduler (inside its task's step), the job asks the batcher for
+ * its step (or, with batching off, steps alone) and pauses; `alone`, or elsewhere, it steps alone at once and
+ * pauses only while its prompt still runs. True when a pause was yielded.
  */
-function* step<S extends DecodeState>(job: Job<S>): Generator<undefined, boolean> {
+function* step<S extends DecodeState>(job: Job<S>, alone: boolean): Generator<undefined, boolean> {
   if (job.failure !== null) throw job.failure.error
-  if (batching.scheduler.running) {
+  if (!alone && batching.scheduler.running) {
     // A step of the scheduler's task: a pause after it, so that the task gives the other tasks their turn.
     if (batching.enabled) batching.request(job)
     else stepJobs(job.model, [job])
@@ -185,7 +193,7 @@ export const complete = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): ChatCompletion => runToEnd(prepare(model, request, options).rounds())
+): ChatCompletion => runToEnd(preparing(model, request, options, true).rounds())
 
 /**
  * Serve a chat-completions request as the chunks of a stream, in order: one role chunk per choice (the
@@ -199,7 +207,7 @@ export const completeStream = <S extends DecodeState>(
   model: LanguageModel<S>,
   request: ChatCompletionRequest,
   options: CompleteOptions
-): Generator<ChatCompletionChunk> => withoutPauses(prepare(model, request, options).stream())
+): Generator<ChatCompletionChunk> => withoutPauses(preparing(model, request, options, true).stream())
 
 function* withoutPauses(chunks: Generator<ChatCompletionChunk | undefined>): Generator<ChatCompletionChunk> {
   for (const chunk of chunks) if (chunk !== undefined) yield chunk
