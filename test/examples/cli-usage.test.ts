@@ -88,7 +88,7 @@ describe("effect-rl: refused invocations", () => {
       // A command that is not one.
       [
         ["trian"],
-        "effect-rl: unknown command 'trian'; did you mean train? the commands: health, models, base-models, train, train-agent, serve, runner"
+        "effect-rl: unknown command 'trian'; did you mean train? the commands: health, models, base-models, train, train-agent, serve, check, backup, runner"
       ]
     ]
     const outcomes = await Promise.all(cases.map(([args]) => run(args)))
@@ -126,6 +126,8 @@ const PAGES: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
       "[--allow-http]"
     ]
   ],
+  ["check", ["[--data-dir <dir>]"]],
+  ["backup", ["<file>", "[--data-dir <dir>]"]],
   ["runner", ["--cluster <url>", "[--agents <file>]", "[--port <port>]", "[--capacity <n>]"]]
 ]
 
