@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { isJsonObject, isJsonValue, withFastPath } from "./internal/fastPath.js"
 
 /** Any JSON value. */
 export type JsonValue =
@@ -18,21 +19,31 @@ export type JsonValue =
 /** A JSON object. */
 export type JsonObject = { readonly [key: string]: JsonValue }
 
-/** Schema of any JSON value (finite numbers only). */
-export const JsonValue: Schema.Schema<JsonValue> = Schema.Union(
+/** The union every JSON value is decoded with when it is not plainly JSON (see {@link JsonValue}). */
+const JsonValueUnion: Schema.Schema<JsonValue> = Schema.Union(
   Schema.Null,
   Schema.Boolean,
   Schema.Finite,
   Schema.String,
-  Schema.Array(Schema.suspend(() => JsonValue)),
-  Schema.Record({ key: Schema.String, value: Schema.suspend(() => JsonValue) })
+  Schema.Array(Schema.suspend(() => JsonValueUnion)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend(() => JsonValueUnion) })
 ).annotations({ identifier: "JsonValue" })
 
-/** Schema of a JSON object. */
-export const JsonObject: Schema.Schema<JsonObject> = Schema.Record({
-  key: Schema.String,
-  value: JsonValue
-}).annotations({ identifier: "JsonObject" })
+/**
+ * Schema of any JSON value (finite numbers only). A value that is plainly JSON (what `JSON.parse` gives) is
+ * checked in one pass and passed through as it is (`internal/fastPath.ts`); anything else goes through the
+ * union, so its issues and results are the union's.
+ */
+export const JsonValue: Schema.Schema<JsonValue> = withFastPath(
+  JsonValueUnion,
+  isJsonValue as (u: unknown) => u is JsonValue
+)
+
+/** Schema of a JSON object (with the fast path of {@link JsonValue}). */
+export const JsonObject: Schema.Schema<JsonObject> = withFastPath(
+  Schema.Record({ key: Schema.String, value: JsonValueUnion }).annotations({ identifier: "JsonObject" }),
+  isJsonObject as (u: unknown) => u is JsonObject
+)
 
 /**
  * The index signature that keeps unknown keys of an open record: pass it as the second argument of

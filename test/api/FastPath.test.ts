@@ -4,6 +4,7 @@ import * as FastCheck from "effect/FastCheck"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { TokenLogprob, TokenLogprobs } from "../../src/api/ChatCompletion.js"
+import { JsonObject, JsonValue } from "../../src/api/Json.js"
 
 const Plain = Schema.Array(TokenLogprob)
 
@@ -40,5 +41,81 @@ describe("the fast path of logprob entries", () => {
       }),
       { numRuns: 300 }
     )
+  })
+})
+
+// The plain schemas of JSON values, as ../../src/api/Json.ts had them before the fast path.
+const PlainJsonValue: Schema.Schema<JsonValue> = Schema.Union(
+  Schema.Null,
+  Schema.Boolean,
+  Schema.Finite,
+  Schema.String,
+  Schema.Array(Schema.suspend(() => PlainJsonValue)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend(() => PlainJsonValue) })
+).annotations({ identifier: "JsonValue" })
+const PlainJsonObject = Schema.Record({ key: Schema.String, value: PlainJsonValue }).annotations({
+  identifier: "JsonObject"
+})
+
+class Point {
+  constructor(readonly x: number) {}
+}
+
+// JSON as `JSON.parse` gives it, and values that are not quite JSON, alone or nested in JSON.
+const notJson = FastCheck.oneof(
+  FastCheck.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, undefined, () => 1, 10n),
+  FastCheck.constant(new Date(0)),
+  FastCheck.constant(new Point(1)),
+  FastCheck.constant({ [Symbol.for("s")]: 1, a: 1 }),
+  FastCheck.constant(Object.assign(Object.create(null), { a: [1, { b: "c" }] }))
+)
+const nearJson = FastCheck.letrec((tie) => ({
+  value: FastCheck.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    FastCheck.jsonValue({ maxDepth: 3 }),
+    notJson,
+    FastCheck.array(tie("value"), { maxLength: 3 }),
+    FastCheck.dictionary(FastCheck.string({ maxLength: 3 }), tie("value"), { maxKeys: 3 })
+  )
+})).value
+
+const sameAs = (fastSchema: Schema.Schema<unknown>, plainSchema: Schema.Schema<unknown>, value: unknown) => {
+  for (const [fast, plain] of [
+    [Schema.decodeUnknownEither(fastSchema), Schema.decodeUnknownEither(plainSchema)],
+    [Schema.encodeUnknownEither(fastSchema), Schema.encodeUnknownEither(plainSchema)]
+  ] as const) {
+    const a = fast(value, { errors: "all" })
+    const b = plain(value, { errors: "all" })
+    expect(a._tag).toBe(b._tag)
+    if (a._tag === "Right" && b._tag === "Right") expect(a.right).toStrictEqual(b.right)
+    if (a._tag === "Left" && b._tag === "Left") {
+      expect(ParseResult.ArrayFormatter.formatErrorSync(a.left)).toEqual(
+        ParseResult.ArrayFormatter.formatErrorSync(b.left)
+      )
+    }
+  }
+}
+
+describe("the fast path of JSON values", () => {
+  it("JsonValue decodes and encodes exactly as the plain union, JSON or not", () => {
+    FastCheck.assert(
+      FastCheck.property(nearJson, (value) => sameAs(JsonValue, PlainJsonValue, value)),
+      { numRuns: 500 }
+    )
+  })
+
+  it("JsonObject decodes and encodes exactly as the plain record, JSON or not", () => {
+    FastCheck.assert(
+      FastCheck.property(nearJson, (value) => sameAs(JsonObject, PlainJsonObject, value)),
+      { numRuns: 500 }
+    )
+  })
+
+  it("passes parsed JSON through as it is, and still refuses what is not JSON", () => {
+    const parsed = JSON.parse('{"a":[1,{"b":null}],"c":"d"}') as JsonObject
+    expect(Schema.decodeUnknownSync(JsonObject)(parsed)).toBe(parsed)
+    expect(Schema.decodeUnknownSync(JsonValue)(parsed)).toBe(parsed)
+    expect(Schema.decodeUnknownEither(JsonValue)({ a: [Number.NaN] })._tag).toBe("Left")
+    expect(Schema.decodeUnknownEither(JsonObject)([1])._tag).toBe("Left")
   })
 })

@@ -78,3 +78,47 @@ export const isTokenLogprobArray = <A>(u: unknown): u is ReadonlyArray<A> => {
   for (let i = 0; i < u.length; i++) if (!isTokenLogprob(u[i])) return false
   return true
 }
+
+/** Nesting deeper than this is left to the schema (which reports it as it does), so the guard never overflows. */
+const MAX_GUARD_DEPTH = 256
+
+const isJsonAt = (u: unknown, depth: number): boolean => {
+  switch (typeof u) {
+    case "string":
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(u)
+    case "object": {
+      if (u === null) return true
+      if (depth > MAX_GUARD_DEPTH) return false
+      if (Array.isArray(u)) {
+        for (let i = 0; i < u.length; i++) if (!isJsonAt(u[i], depth + 1)) return false
+        return true
+      }
+      return isJsonRecordAt(u, depth)
+    }
+    default:
+      return false
+  }
+}
+
+/**
+ * A plain object (its prototype `Object.prototype`, as the schema's result has it; no symbol keys, which the
+ * schema drops) whose values are all JSON.
+ */
+const isJsonRecordAt = (u: object, depth: number): boolean => {
+  if (Object.getPrototypeOf(u) !== Object.prototype) return false
+  for (const key in u) if (!isJsonAt((u as Record<string, unknown>)[key], depth + 1)) return false
+  return Object.getOwnPropertySymbols(u).length === 0
+}
+
+/**
+ * Whether a value is JSON as `JsonValue` in ../Json.ts takes it (null, booleans, finite numbers, strings, arrays
+ * and plain objects of those), checked without allocating: such a value decodes and encodes to an equal one.
+ */
+export const isJsonValue = (u: unknown): boolean => isJsonAt(u, 0)
+
+/** Whether a value is a plain object of JSON values (`JsonObject` in ../Json.ts). */
+export const isJsonObject = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && !Array.isArray(u) && isJsonRecordAt(u, 0)
