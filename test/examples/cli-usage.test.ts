@@ -126,9 +126,9 @@ const PAGES: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
       "[--allow-http]"
     ]
   ],
+  ["runner", ["--cluster <url>", "[--agents <file>]", "[--port <port>]", "[--capacity <n>]"]],
   ["check", ["[--data-dir <dir>]"]],
-  ["backup", ["<file>", "[--data-dir <dir>]"]],
-  ["runner", ["--cluster <url>", "[--agents <file>]", "[--port <port>]", "[--capacity <n>]"]]
+  ["backup", ["<file>", "[--data-dir <dir>]"]]
 ]
 
 /** The usage lines of a page: from `USAGE` to the blank line, joined. */
