@@ -2,8 +2,8 @@
 # The package as a new user gets it: packed, and a project made from an empty directory exactly as the README's
 # Install section says (its shell lines one by one from `npm init -y`, the tarball in place of the registry's
 # effect-rl; its tsconfig.json), with nothing left for npm's install-script policy to warn about; the README's
-# loop written to loop.ts, `npx tsc` there (its other examples too, and once more with `moduleResolution`
-# `bundler`), and `npx tsx loop.ts` run against the embedded backend. Any failing step fails the script, saying
+# loop written to loop.ts, `npx tsc` there (the other examples of the README and docs/ too, and once more with
+# `moduleResolution` `bundler`), and `npx tsx loop.ts` run against the embedded backend. Any failing step fails the script, saying
 # which. Run by CI (`npm run test:consumer`); it takes a few minutes (the install compiles better-sqlite3).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -61,23 +61,25 @@ fi
 node -e 'new (require("better-sqlite3"))(":memory:").prepare("select 1").get()' || fail "better-sqlite3 did not build"
 echo "allowScripts: $(node -p 'JSON.stringify(require("./package.json").allowScripts)'); better-sqlite3 loads"
 
-# The optional peers, as the README's "Tool agents" and "Rollouts across machines" sections say to install them
-# for the agent layers and the cluster (a line may name several).
-for peer in $(grep -oE 'npm install (@effect/ai|openai|@effect/cluster)[^`]*' "$repo/README.md" | sed 's/^npm install //' | tr ' ' '\n' | grep -v '^$' | sort -u); do
-  npm install "$peer" > /dev/null || fail "npm install $peer (the README's optional peer)"
+# The optional peers, as the docs' "Tool agents" and "Rollouts across machines" pages say to install them for
+# the agent layers and the cluster (a line may name several).
+for peer in $(cat "$repo/README.md" "$repo"/docs/*.md | grep -oE 'npm install (@effect/ai|openai|@effect/cluster)[^`]*' | sed 's/^npm install //' | tr ' ' '\n' | grep -v '^$' | sort -u); do
+  npm install "$peer" > /dev/null || fail "npm install $peer (the docs' optional peer)"
 done
 
-step "npx tsc: the README's loop (loop.ts) and its other examples (src/), with the README's tsconfig.json"
+step "npx tsc: the README's loop (loop.ts) and the examples of the README and docs/ (src/), with the README's tsconfig.json"
 mkdir src
 for block in $(node -e '
   const fs = require("fs"), path = require("path")
-  const readme = fs.readFileSync(process.argv[1], "utf8")
-  const dir = path.join(path.dirname(process.argv[1]), "examples")
+  const repo = process.argv[1]
+  const docs = fs.readdirSync(path.join(repo, "docs")).filter((f) => f.endsWith(".md")).map((f) => path.join("docs", f))
+  const text = ["README.md", ...docs].map((f) => fs.readFileSync(path.join(repo, f), "utf8")).join("\n")
+  const dir = path.join(repo, "examples")
   const files = fs.readdirSync(dir).filter((f) => f.endsWith(".ts"))
-  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1].trimEnd())
+  const blocks = [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1].trimEnd())
   const used = new Set(blocks.map((b) => files.find((f) => fs.readFileSync(path.join(dir, f), "utf8").includes(b))))
   used.delete(undefined)
-  console.log([...used].join("\n"))' "$repo/README.md"); do
+  console.log([...used].join("\n"))' "$repo"); do
   cp "$repo/examples/$block" src/
 done
 ls src
