@@ -1,6 +1,6 @@
 /**
- * Writing and combining reward functions (the README's section on rewards is this file). Nothing runs here:
- * these are the definitions, type-checked by `npm test`.
+ * Writing and combining reward functions (the section on rewards of docs/training-loop.md is this file).
+ * Nothing runs here: these are the definitions, type-checked by `npm test`.
  */
 import { Effect } from "effect"
 import { Policy, Reward } from "effect-rl"
