@@ -1,8 +1,8 @@
 /**
- * The README's script examples, each run as a user runs it (a real `npx tsx` process): the client example
- * (`examples/quickstart.ts`) unchanged against the embedded backend (`EFFECT_RL_TRAINING_URL` and
- * `WANDB_API_KEY` pointing at a running backend, its base model the first one the backend lists), and the
- * traced loop (`examples/traced.ts`), which reads its traces back.
+ * The docs' script examples, each run as a user runs it (a real `npx tsx` process): the client example
+ * (`examples/quickstart.ts`, docs/client.md) unchanged against the embedded backend (`EFFECT_RL_TRAINING_URL`
+ * and `WANDB_API_KEY` pointing at a running backend, its base model the first one the backend lists), and the
+ * traced loop (`examples/traced.ts`, docs/tracing.md), which reads its traces back.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
