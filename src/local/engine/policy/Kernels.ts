@@ -1,7 +1,7 @@
 /**
  * The numeric kernels of the local engine's policy, in plain typed-array loops: the one matrix product
- * (`C = A B^T`, 4 x 4 register blocks), RMSNorm and tanh-GELU with their backward passes, causal attention of
- * one row, log-softmax, and the growable scratch buffers the forward and backward passes reuse.
+ * (`C = A B^T`, 4 x 4 register blocks), RMSNorm and tanh-GELU with their backward passes, log-softmax, and the
+ * growable scratch buffers the forward and backward passes reuse (attention is `Attention.ts`).
  *
  * Everything works on `FloatArray`; in use every buffer is a Float32Array (one element type per call site keeps
  * V8's code monomorphic). Sums are carried in doubles and rounded once when stored, and each output element is
@@ -328,70 +328,6 @@ export const geluBackwardRange = (
     const dt = (1 - t * t) * GELU_C * (1 + 3 * 0.044715 * x * x)
     du[i] = dg[i]! * (0.5 * (1 + t) + 0.5 * x * dt)
   }
-}
-
-/**
- * Causal attention of one row over `n` earlier rows (itself first, then its ancestors, nearest first):
- * row `kvRows[kvRowsOff + i]` of `kv` holds its key at `kOff` and its value at `vOff`. Writes the mixed
- * values to `out` and the attention weights (head-major, n per head) to `probs`.
- */
-export const attendRow = (
-  q: FloatArray,
-  qOff: number,
-  kv: FloatArray,
-  kvStride: number,
-  kOff: number,
-  vOff: number,
-  kvRows: Int32Array,
-  kvRowsOff: number,
-  n: number,
-  out: FloatArray,
-  outOff: number,
-  probs: FloatArray,
-  probsOff: number,
-  nHeads: number,
-  dh: number,
-  acc: Float64Array,
-  qs: Float64Array
-): void => {
-  const scale = 1 / Math.sqrt(dh)
-  const d = nHeads * dh
-  for (let e = 0; e < d; e++) qs[e] = q[qOff + e]!
-  // Scores, one pass over the rows in view (every head of a row at once).
-  for (let i = 0; i < n; i++) {
-    const base = kvRows[kvRowsOff + i]! * kvStride + kOff
-    for (let h = 0; h < nHeads; h++) {
-      const o = h * dh
-      let s = 0
-      for (let e = o; e < o + dh; e++) s += qs[e]! * kv[base + e]!
-      probs[probsOff + h * n + i] = s * scale
-    }
-  }
-  // Softmax per head.
-  for (let h = 0; h < nHeads; h++) {
-    const p = probsOff + h * n
-    let max = Number.NEGATIVE_INFINITY
-    for (let i = 0; i < n; i++) if (probs[p + i]! > max) max = probs[p + i]!
-    let sum = 0
-    for (let i = 0; i < n; i++) {
-      const w = Math.exp(probs[p + i]! - max)
-      probs[p + i] = w
-      sum += w
-    }
-    const inv = 1 / sum
-    for (let i = 0; i < n; i++) probs[p + i] = probs[p + i]! * inv
-  }
-  // Values, one pass over the rows in view.
-  for (let e = 0; e < d; e++) acc[e] = 0
-  for (let i = 0; i < n; i++) {
-    const base = kvRows[kvRowsOff + i]! * kvStride + vOff
-    for (let h = 0; h < nHeads; h++) {
-      const a = probs[probsOff + h * n + i]!
-      const o = h * dh
-      for (let e = o; e < o + dh; e++) acc[e] = acc[e]! + a * kv[base + e]!
-    }
-  }
-  for (let e = 0; e < d; e++) out[outOff + e] = acc[e]!
 }
 
 /**

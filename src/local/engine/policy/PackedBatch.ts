@@ -8,8 +8,8 @@
  *
  * @since 0.1.0
  */
+import { attendRow } from "./Attention.js"
 import {
-  attendRow,
   type FloatArray,
   Grow,
   GrowInt,

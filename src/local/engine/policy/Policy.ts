@@ -41,7 +41,8 @@
  */
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { Rng } from "../Random.js"
-import { attendRow, type FloatArray, Grow, GrowInt, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
+import { attendRow } from "./Attention.js"
+import { type FloatArray, Grow, GrowInt, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
