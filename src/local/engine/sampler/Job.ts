@@ -308,12 +308,13 @@ let logitsBuffer = new Float32Array(0)
 const rowsCost = (from: number, n: number): number => n * (560 + from) + (n * (n - 1)) / 2
 
 /**
- * One step of a batch of jobs of one model: one forward pass over the rows they need (the next piece of each
- * prompt still running, the last sampled token of each choice), then one token of every choice still decoding,
- * its logits computed for all of them in one product. Jobs are taken in order while their rows' cost (see
- * `rowsCost`; 36,000 is a chunk of `DEFAULT_CHUNK`, some 5-10 ms) fits in `budget`, the first whatever its cost;
- * the others wait for a later step. Returns the jobs stepped. A model that cannot batch is run row by row
- * (`extend`, `advance`, `logits`).
+ * One step of a batch of jobs of one model: one forward pass over the rows they need (the last sampled token of
+ * each choice, the next piece of each prompt still running), then one token of every choice still decoding, its
+ * logits computed for all of them in one product. Jobs decoding come first, then prompts (as vLLM schedules
+ * decodes before prefills), each taken in order while the step's cost (see `rowsCost`; 36,000 is a chunk of
+ * `DEFAULT_CHUNK`, some 5-10 ms) fits in `budget`; the first decoding job and the first prompt piece are taken
+ * whatever their cost, so both make progress every step. The others wait for a later step. Returns the jobs
+ * stepped. A model that cannot batch is run row by row (`extend`, `advance`, `logits`).
  */
 export const stepJobs = <S extends DecodeState>(
   model: LanguageModel<S>,
@@ -323,25 +324,34 @@ export const stepJobs = <S extends DecodeState>(
   const states: Array<S> = []
   const ids: Array<ArrayLike<number>> = []
   const stepped: Array<Job<S>> = []
+  const prompts: Array<Job<S>> = []
   let spent = 0
   for (const job of jobs) {
     if (job.finished) continue
-    const piece = job.nextPiece()
+    if (job.nextPiece() !== null) {
+      prompts.push(job)
+      continue
+    }
     let cost = 0
-    if (piece !== null) cost = rowsCost(piece.state.length, piece.ids.length)
-    else for (const run of job.runs) if (!run.finished) cost += rowsCost(run.state.length, 1)
+    for (const run of job.runs) if (!run.finished) cost += rowsCost(run.state.length, 1)
     if (stepped.length > 0 && spent + cost > budget) continue
     spent += cost
-    if (piece !== null) {
-      states.push(piece.state)
-      ids.push(piece.ids)
-    } else {
-      for (const run of job.runs) {
-        if (run.pending === -1) continue
-        states.push(run.state)
-        ids.push([run.pending])
-      }
+    for (const run of job.runs) {
+      if (run.pending === -1) continue
+      states.push(run.state)
+      ids.push([run.pending])
     }
+    stepped.push(job)
+  }
+  let pieces = 0
+  for (const job of prompts) {
+    const piece = job.nextPiece()!
+    const cost = rowsCost(piece.state.length, piece.ids.length)
+    if (pieces > 0 && spent + cost > budget) continue
+    spent += cost
+    pieces += 1
+    states.push(piece.state)
+    ids.push(piece.ids)
     stepped.push(job)
   }
   const batched = isBatchModel(model)
