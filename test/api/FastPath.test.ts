@@ -3,7 +3,8 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as FastCheck from "effect/FastCheck"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { TokenLogprob, TokenLogprobs } from "../../src/api/ChatCompletion.js"
+import { ChatCompletionChunk, TokenLogprob, TokenLogprobs } from "../../src/api/ChatCompletion.js"
+import { decodeChunk } from "../../src/api/internal/chunkDecode.js"
 import { JsonObject, JsonValue } from "../../src/api/Json.js"
 
 const Plain = Schema.Array(TokenLogprob)
@@ -79,7 +80,7 @@ const nearJson = FastCheck.letrec((tie) => ({
   )
 })).value
 
-const sameAs = (fastSchema: Schema.Schema<unknown>, plainSchema: Schema.Schema<unknown>, value: unknown) => {
+const sameAs = <A>(fastSchema: Schema.Schema<A>, plainSchema: Schema.Schema<A>, value: unknown) => {
   for (const [fast, plain] of [
     [Schema.decodeUnknownEither(fastSchema), Schema.decodeUnknownEither(plainSchema)],
     [Schema.encodeUnknownEither(fastSchema), Schema.encodeUnknownEither(plainSchema)]
@@ -117,5 +118,65 @@ describe("the fast path of JSON values", () => {
     expect(Schema.decodeUnknownSync(JsonValue)(parsed)).toBe(parsed)
     expect(Schema.decodeUnknownEither(JsonValue)({ a: [Number.NaN] })._tag).toBe("Left")
     expect(Schema.decodeUnknownEither(JsonObject)([1])._tag).toBe("Left")
+  })
+})
+
+// Chunks as a service sends them (the schema's encoded side), and with one part changed: an extra key, a count
+// null or missing, a field of the wrong type.
+const encodedChunk = Arbitrary.make(ChatCompletionChunk).map(
+  (chunk) => Schema.encodeSync(ChatCompletionChunk)(chunk) as Record<string, unknown>
+)
+type Loose = Record<string, unknown>
+const firstChoice = (c: Loose) => ((c.choices as Array<Loose>)[0] ?? {}) as Loose
+const nearChunk = FastCheck.oneof(
+  encodedChunk,
+  encodedChunk.map((c) => ({ ...c, system_fingerprint: "fp" })),
+  encodedChunk.map((c) => ({ ...c, usage: { total_tokens: 3, prompt_tokens: null } })),
+  encodedChunk.map((c) => ({ ...c, usage: { prompt_tokens: 1.5 } })),
+  encodedChunk.map((c) => ({ ...c, created: "yesterday" })),
+  encodedChunk.map((c) => ({ ...c, choices: [{ ...firstChoice(c), delta: { content: 1 } }] })),
+  encodedChunk.map((c) => ({ ...c, choices: [{ ...firstChoice(c), extra: true, index: 0, delta: { x: 1 } }] })),
+  encodedChunk.map((c) => ({ ...c, choices: [{ index: 0, delta: { tool_calls: null } }] })),
+  encodedChunk.map((c) => ({ ...c, choices: [{ index: 0, delta: [], logprobs: { content: [{ token: "a" }] } }] })),
+  FastCheck.constant(null)
+)
+
+describe("the fast decoder of chat completion chunks", () => {
+  it("gives what the schema gives, or declines (undefined) and leaves the value to the schema", () => {
+    const schema = Schema.decodeUnknownEither(ChatCompletionChunk)
+    let decided = 0
+    FastCheck.assert(
+      FastCheck.property(nearChunk, (value) => {
+        const fast = decodeChunk(value)
+        const slow = schema(value)
+        if (fast === undefined) return
+        decided++
+        expect(slow._tag).toBe("Right")
+        if (slow._tag === "Right") {
+          expect(fast).toStrictEqual(slow.right)
+          // The same keys in the same order: the JSON of the two is the same.
+          expect(JSON.stringify(fast)).toBe(JSON.stringify(slow.right))
+        }
+      }),
+      { numRuns: 1000 }
+    )
+    // Most valid chunks take the fast path.
+    expect(decided).toBeGreaterThan(100)
+  })
+
+  it("decodes a chunk as a service sends it, dropping unknown keys and counting absent usage as 0", () => {
+    const chunk = {
+      id: "c",
+      object: "chat.completion.chunk",
+      created: 1,
+      model: "m",
+      system_fingerprint: "fp",
+      choices: [
+        { index: 0, delta: { role: "assistant", content: "hi", extra: 1 }, logprobs: null, finish_reason: null }
+      ],
+      usage: { completion_tokens: 2, total_tokens: 3, prompt_tokens: null }
+    }
+    expect(decodeChunk(chunk)).toStrictEqual(Schema.decodeUnknownSync(ChatCompletionChunk)(chunk))
+    expect(decodeChunk({ ...chunk, created: 1.5 })).toBeUndefined()
   })
 })

@@ -6,9 +6,11 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { ChatCompletionChunk, type ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { decodeChunk as decodeChunkFast } from "../../api/internal/chunkDecode.js"
 import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError, reasonOfStatus } from "../ApiError.js"
 import { endpointCall } from "./endpoint.js"
@@ -16,7 +18,13 @@ import { bodyBroke, decodeError, readText, requestIdOf, send, type Transport } f
 import * as Sse from "./sse.js"
 
 const completions = endpointCall(createChatCompletion)
-const decodeChunk = Schema.decodeUnknown(ChatCompletionChunk, { errors: "all" })
+const decodeChunk = Schema.decodeUnknownEither(ChatCompletionChunk, { errors: "all" })
+
+/**
+ * How long the rest of a body is read after `data: [DONE]` (a server ends it at once; reading it to its end keeps
+ * the connection for the next request), before the request is aborted.
+ */
+const DRAIN_AFTER_DONE = "100 millis"
 
 /** Create a chat completion (retried per the convention: chat completions are safe to repeat). */
 export const create = (
@@ -48,30 +56,30 @@ export const stream = (
           decodeError(call, response.status, requestId, text, `expected text/event-stream, got '${contentType}'`)
         )
       }
-      return response.stream.pipe(
-        Stream.mapError(bodyBroke(call, response, "stream")),
-        Stream.decodeText(),
-        Sse.events,
-        Stream.takeWhile((event) => event.data !== "[DONE]"),
-        Stream.mapEffect((event) => {
+      const status = response.status
+      // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by
+      // the fast decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
+      return Sse.decodeEvents(
+        Stream.mapError(response.stream, bodyBroke(call, response, "stream")),
+        (event): Sse.Decoded<ChatCompletionChunk, ApiError> => {
+          if (event.data === "[DONE]") return Sse.End
           let json: unknown
           try {
             json = JSON.parse(event.data)
           } catch (e) {
-            return Effect.fail(
-              decodeError(call, response.status, requestId, event.data, `an event is not JSON: ${String(e)}`)
-            )
+            return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
           }
           const error = (json as { readonly error?: unknown } | null)?.error
           if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
-            return Effect.fail(midStreamError(call, response.status, requestId, error ?? json))
+            return Either.left(midStreamError(call, status, requestId, error ?? json))
           }
-          return decodeChunk(json).pipe(
-            Effect.mapError((e) =>
-              decodeError(call, response.status, requestId, event.data, `a chunk does not match: ${e.message}`)
-            )
+          const fast = decodeChunkFast(json)
+          if (fast !== undefined) return Either.right(fast)
+          return Either.mapLeft(decodeChunk(json), (e) =>
+            decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
           )
-        })
+        },
+        DRAIN_AFTER_DONE
       )
     })
   )

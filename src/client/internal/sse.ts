@@ -5,6 +5,11 @@
  *
  * @internal
  */
+import * as Chunk from "effect/Chunk"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 
 /** One event. */
@@ -23,20 +28,25 @@ export interface SseParser {
   readonly end: () => Array<SseEvent>
 }
 
-/** Make a parser with empty state. */
-export const makeParser = (): SseParser => {
+/** The parser's state machine: whole events are pushed onto the array given. */
+interface Scanner {
+  readonly feed: (text: string, out: Array<SseEvent>) => void
+  readonly end: (out: Array<SseEvent>) => void
+}
+
+const makeScanner = (): Scanner => {
+  // What follows the last line end: never holds a CR or an LF.
   let buffer = ""
   // A CR ended the previous chunk: an LF starting the next one belongs to it.
   let pendingCr = false
-  let data: Array<string> = []
-  let hasData = false
+  // The data lines so far, joined with LF; undefined before the event's first data line.
+  let data: string | undefined
   let event: string | undefined
   let id: string | undefined
 
   const dispatch = (out: Array<SseEvent>) => {
-    if (hasData) out.push({ event, data: data.join("\n"), id })
-    data = []
-    hasData = false
+    if (data !== undefined) out.push({ event, data, id })
+    data = undefined
     event = undefined
     id = undefined
   }
@@ -50,8 +60,7 @@ export const makeParser = (): SseParser => {
     if (value.charCodeAt(0) === 32 /* ' ' */) value = value.slice(1)
     switch (field) {
       case "data":
-        data.push(value)
-        hasData = true
+        data = data === undefined ? value : `${data}\n${value}`
         break
       case "event":
         event = value
@@ -64,19 +73,21 @@ export const makeParser = (): SseParser => {
     }
   }
 
-  const feed = (text: string): Array<SseEvent> => {
-    const out: Array<SseEvent> = []
-    if (text === "") return out
+  const feed = (text: string, out: Array<SseEvent>) => {
+    if (text === "") return
     if (pendingCr && text.charCodeAt(0) === 10) text = text.slice(1)
     pendingCr = false
-    buffer += text
+    // The buffer holds no line end: only the new text is scanned.
+    let i = buffer.length
+    buffer = buffer === "" ? text : buffer + text
     let start = 0
-    for (let i = 0; i < buffer.length; i++) {
+    const length = buffer.length
+    for (; i < length; i++) {
       const c = buffer.charCodeAt(i)
       if (c === 10 || c === 13) {
         line(buffer.slice(start, i), out)
         if (c === 13) {
-          if (i + 1 < buffer.length) {
+          if (i + 1 < length) {
             if (buffer.charCodeAt(i + 1) === 10) i++
           } else {
             pendingCr = true
@@ -85,19 +96,33 @@ export const makeParser = (): SseParser => {
         start = i + 1
       }
     }
-    buffer = buffer.slice(start)
-    return out
+    buffer = start === 0 ? buffer : buffer.slice(start)
   }
 
-  const end = (): Array<SseEvent> => {
-    const out: Array<SseEvent> = []
+  const end = (out: Array<SseEvent>) => {
     if (buffer !== "") line(buffer, out)
     buffer = ""
     dispatch(out)
-    return out
   }
 
   return { feed, end }
+}
+
+/** Make a parser with empty state. */
+export const makeParser = (): SseParser => {
+  const scanner = makeScanner()
+  return {
+    feed: (text) => {
+      const out: Array<SseEvent> = []
+      scanner.feed(text, out)
+      return out
+    },
+    end: () => {
+      const out: Array<SseEvent> = []
+      scanner.end(out)
+      return out
+    }
+  }
 }
 
 /** Parse a stream of text into events; an event left unterminated at the end is still delivered. */
@@ -109,3 +134,79 @@ export const events = <E, R>(text: Stream.Stream<string, E, R>): Stream.Stream<S
       Stream.concat(Stream.suspend(() => Stream.fromIterable(parser.end())))
     )
   })
+
+/** What {@link decodeEvents} makes of an event: a value, a failure, or `End` (the stream ends before it). */
+export type Decoded<A, E> = Either.Either<A, E> | typeof End
+
+/** Ends the stream of {@link decodeEvents} at an event (as `data: [DONE]` does a chat completion's). */
+export const End: unique symbol = Symbol.for("effect-rl/client/Sse/End")
+
+/**
+ * Bytes of an event stream to decoded values in ONE stage: each read is decoded as UTF-8 text, split into
+ * events and each event decoded by `decode`, and the values of a read are emitted as one chunk. A failure is
+ * emitted after the values before it and ends the stream. An event left unterminated at the end of input is
+ * still decoded. The same as `Stream.decodeText`, {@link events} and a `Stream.mapEffect` of `decode`, without a
+ * stage per event.
+ *
+ * `End` ends the stream after the values before it; the rest of the body is then read and dropped for at most
+ * `drainAfterEnd` (nothing after `End` is decoded, and a failure of that rest is not the caller's): a server
+ * ends its body right after its last event, and a body read to its end lets the HTTP client keep the
+ * connection, where closing the stream first would abort the request and the connection with it. A server that
+ * holds the body open past that time has it aborted.
+ */
+export const decodeEvents = <A, E, E1, R>(
+  bytes: Stream.Stream<Uint8Array, E1, R>,
+  decode: (event: SseEvent) => Decoded<A, E>,
+  drainAfterEnd: Duration.DurationInput
+): Stream.Stream<A, E | E1, R> =>
+  Stream.unwrapScoped(
+    Effect.map(Stream.toPull(bytes), (pull) => {
+      const decoder = new TextDecoder()
+      const scanner = makeScanner()
+      const pending: Array<SseEvent> = []
+      const finished = Effect.fail(Option.none())
+      const drained = Effect.zipRight(Effect.ignore(Effect.timeout(Effect.forever(pull), drainAfterEnd)), finished)
+      // How the stream stops, once the values read before it are emitted.
+      let stop: Effect.Effect<never, Option.Option<E | E1>, R> | undefined
+      /** Decodes the pending events into `out`, noting a stop. */
+      const drain = (out: Array<A>) => {
+        for (let i = 0; i < pending.length && stop === undefined; i++) {
+          const decoded = decode(pending[i]!)
+          if (decoded === End) stop = drained
+          else if (Either.isLeft(decoded)) stop = Effect.fail(Option.some(decoded.left))
+          else out.push(decoded.right)
+        }
+        pending.length = 0
+      }
+      const emitOr = (
+        out: Array<A>,
+        otherwise: () => Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R>
+      ): Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R> =>
+        out.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(out)) : otherwise()
+      const next: Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R> = Effect.suspend(() =>
+        stop !== undefined
+          ? stop
+          : Effect.matchEffect(pull, {
+              onFailure: (error) => {
+                if (Option.isSome(error)) return Effect.fail(error)
+                // The end of input: an event left unterminated is still decoded.
+                scanner.end(pending)
+                const out: Array<A> = []
+                drain(out)
+                if (stop === undefined) stop = finished
+                return emitOr(out, () => stop!)
+              },
+              onSuccess: (input) => {
+                const out: Array<A> = []
+                for (const piece of input) {
+                  scanner.feed(decoder.decode(piece, { stream: true }), pending)
+                  drain(out)
+                  if (stop !== undefined) break
+                }
+                return emitOr(out, () => next)
+              }
+            })
+      )
+      return Stream.repeatEffectChunkOption(next)
+    })
+  )
