@@ -61,8 +61,11 @@ const textOf = (bytes: ReadonlyArray<number>, from: number, to: number): string 
 export class Job<S extends DecodeState> {
   /** The choices' runs (empty while the prompt runs). */
   runs: Array<ChoiceRun<S>> = []
+  /** The response's `created`, in seconds. */
   readonly created: number
+  /** The response's id, `chatcmpl-{request id}`. */
   readonly id: string
+  /** The prompt's logprobs, once the prompt has run, when asked for. */
   promptLogprobs: Array<{ [id: string]: PromptLogprob } | null> | null = null
   /** The chunks decoded and not yet taken (a streamed job). */
   readonly chunks: Array<ChatCompletionChunk> = []
