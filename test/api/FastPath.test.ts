@@ -5,7 +5,9 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { ChatCompletionChunk, TokenLogprob, TokenLogprobs } from "../../src/api/ChatCompletion.js"
 import { decodeChunk } from "../../src/api/internal/chunkDecode.js"
+import { callCreateBatchReq } from "../../src/api/internal/traceFastPath.js"
 import { JsonObject, JsonValue } from "../../src/api/Json.js"
+import { CallBatchEnd, CallBatchStart, CallCreateBatchReq } from "../../src/api/TraceCall.js"
 
 const Plain = Schema.Array(TokenLogprob)
 
@@ -178,5 +180,58 @@ describe("the fast decoder of chat completion chunks", () => {
     }
     expect(decodeChunk(chunk)).toStrictEqual(Schema.decodeUnknownSync(ChatCompletionChunk)(chunk))
     expect(decodeChunk({ ...chunk, created: 1.5 })).toBeUndefined()
+  })
+})
+
+// The batch schema without its fast path, and batches near it: as sent, and with a part changed.
+const PlainBatch = Schema.Struct({ batch: Schema.Array(Schema.Union(CallBatchStart, CallBatchEnd)) }).annotations({
+  identifier: "CallCreateBatchReq"
+})
+const batchItem = Arbitrary.make(Schema.Union(CallBatchStart, CallBatchEnd))
+const changedItem = FastCheck.oneof(
+  { weight: 4, arbitrary: batchItem },
+  batchItem.map((item) => ({ ...item, extra: 1 })),
+  batchItem.map((item) =>
+    item.mode === "start"
+      ? { ...item, req: { start: { ...item.req.start, extra: 1, wb_run_step: 1.5 } } }
+      : { ...item, req: { end: { ...item.req.end, is_eval: "yes" } } }
+  ),
+  batchItem.map((item) =>
+    item.mode === "start"
+      ? { ...item, req: { start: { ...item.req.start, inputs: { a: Number.NaN } } } }
+      : {
+          ...item,
+          req: {
+            end: {
+              ...item.req.end,
+              summary: { z: 1, status_counts: { b: 2 }, usage: { m: { x: 1, requests: 1, prompt_tokens: null } } }
+            }
+          }
+        }
+  ),
+  batchItem.map((item) =>
+    item.mode === "end" ? { ...item, req: { end: { ...item.req.end, summary: { usage: { m: { requests: 0.5 } } } } } } : item
+  ),
+  FastCheck.constant({ mode: "middle", req: {} })
+)
+
+describe("the fast path of call/upsert_batch bodies", () => {
+  it("decodes and encodes exactly as the plain schema (the same keys in the same order), valid or not", () => {
+    let fastOnes = 0
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(changedItem, { maxLength: 4 }), (items) => {
+        const value = { batch: items }
+        if (items.length > 0 && callCreateBatchReq(value) !== undefined) fastOnes++
+        sameAs(CallCreateBatchReq, PlainBatch, value)
+        const fast = Schema.decodeUnknownEither(CallCreateBatchReq)(value)
+        const plain = Schema.decodeUnknownEither(PlainBatch)(value)
+        if (fast._tag === "Right" && plain._tag === "Right") {
+          expect(JSON.stringify(fast.right)).toBe(JSON.stringify(plain.right))
+        }
+      }),
+      { numRuns: 500 }
+    )
+    // Many batches of calls as sent take the fast path.
+    expect(fastOnes).toBeGreaterThan(25)
   })
 })

@@ -33,7 +33,7 @@ import * as Pg from "../support/postgres.js"
 const bin = Pg.binaries()
 if (bin === undefined) {
   console.warn(
-    "\n*** RolloutCluster.test.ts: NO POSTGRES BINARIES (initdb, pg_ctl on PATH or under /usr/lib/postgresql) — " +
+    "\n*** RolloutCluster.slow.test.ts: NO POSTGRES BINARIES (initdb, pg_ctl on PATH or under /usr/lib/postgresql) — " +
       "THE CLUSTER TESTS ARE SKIPPED. Install Debian's postgresql (.ci/run does). ***\n"
   )
 }
