@@ -7,8 +7,9 @@
  * npx tsx scripts/pretrain.ts --sample 3                      # print the first conversations of the corpus
  * ```
  *
- * Options: `--seed n`, `--steps n`, `--out file` (default `assets/base-2k.erlp`), `--snapshots dir` (a
- * checkpoint every 100 steps, to evaluate while it runs), `--sample n`. Writes `<out>`, `<out>.sha256`
+ * Options: `--seed n`, `--steps n`, `--stop-after n` (end after n steps of the `--steps` schedule), `--out file`
+ * (default `assets/base-2k.erlp`), `--snapshots dir` (a checkpoint every 100 steps, to evaluate while it runs),
+ * `--sample n`. Writes `<out>`, `<out>.sha256`
  * (`sha256sum` format) and `<out>.json` (the options, the checksum after the first steps, the time taken).
  * Single-threaded and deterministic: the same options give the same file bit for bit.
  */
@@ -24,6 +25,7 @@ const { values } = parseArgs({
   options: {
     seed: { type: "string" },
     steps: { type: "string" },
+    "stop-after": { type: "string" },
     out: { type: "string" },
     snapshots: { type: "string" },
     sample: { type: "string" }
@@ -43,6 +45,7 @@ const options: PretrainOptions = {
   seed: Number(values.seed ?? SHIPPED_RUN.seed),
   steps: Number(values.steps ?? SHIPPED_RUN.steps)
 }
+const stopAfter = Number(values["stop-after"] ?? options.steps)
 const out = values.out ?? "assets/base-2k.erlp"
 const started = performance.now()
 let tokens = 0
@@ -50,27 +53,31 @@ let prefixSha256 = ""
 let window = { a: 0, c: 0, n: 0, tokens: 0, at: started }
 if (values.snapshots !== undefined) mkdirSync(values.snapshots, { recursive: true })
 
-const policy = pretrain(options, (report, policy) => {
-  tokens += report.tokens
-  window = {
-    a: window.a + report.assistantLoss,
-    c: window.c + report.contextLoss,
-    n: window.n + 1,
-    tokens: window.tokens + report.tokens,
-    at: window.at
-  }
-  if (report.step === PREFIX_STEPS) prefixSha256 = sha256(saveCheckpoint(policy))
-  if (report.step % 10 === 0 || report.step === options.steps) {
-    const now = performance.now()
-    console.log(
-      `step ${report.step}/${options.steps}  assistant ${(window.a / window.n).toFixed(3)}  context ${(window.c / window.n).toFixed(3)}  lr ${report.learningRate.toExponential(2)}  ${Math.round(window.tokens / ((now - window.at) / 1000))} tok/s  ${((now - started) / 60000).toFixed(1)} min`
-    )
-    window = { a: 0, c: 0, n: 0, tokens: 0, at: now }
-  }
-  if (values.snapshots !== undefined && report.step % 100 === 0) {
-    writeFileSync(join(values.snapshots, `step${report.step}.erlp`), saveCheckpoint(policy))
-  }
-})
+const policy = pretrain(
+  options,
+  (report, policy) => {
+    tokens += report.tokens
+    window = {
+      a: window.a + report.assistantLoss,
+      c: window.c + report.contextLoss,
+      n: window.n + 1,
+      tokens: window.tokens + report.tokens,
+      at: window.at
+    }
+    if (report.step === PREFIX_STEPS) prefixSha256 = sha256(saveCheckpoint(policy))
+    if (report.step % 10 === 0 || report.step === options.steps) {
+      const now = performance.now()
+      console.log(
+        `step ${report.step}/${options.steps}  assistant ${(window.a / window.n).toFixed(3)}  context ${(window.c / window.n).toFixed(3)}  lr ${report.learningRate.toExponential(2)}  ${Math.round(window.tokens / ((now - window.at) / 1000))} tok/s  ${((now - started) / 60000).toFixed(1)} min`
+      )
+      window = { a: 0, c: 0, n: 0, tokens: 0, at: now }
+    }
+    if (values.snapshots !== undefined && report.step % 100 === 0) {
+      writeFileSync(join(values.snapshots, `step${report.step}.erlp`), saveCheckpoint(policy))
+    }
+  },
+  stopAfter
+)
 
 const bytes = saveCheckpoint(policy)
 const checksum = sha256(bytes)
@@ -86,6 +93,7 @@ writeFileSync(
       sha256: checksum,
       bytes: bytes.length,
       options,
+      stoppedAfter: Math.min(stopAfter, options.steps),
       prefix: { steps: PREFIX_STEPS, sha256: prefixSha256 },
       tokens,
       seconds: Math.round(seconds),

@@ -381,7 +381,7 @@ describe("TrainingClient against the embedded server", () => {
           cpu_queue: { success: true, errors: [] },
           gpu_queue: { success: true, errors: [] }
         })
-        expect(yield* c.listBaseModels).toEqual([BASE, "effect-rl/tiny-2k"])
+        expect(yield* c.listBaseModels).toEqual([BASE, "effect-rl/tiny-2k", "effect-rl/base-2k"])
       })
     )
 

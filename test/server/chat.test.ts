@@ -38,7 +38,8 @@ describe("chat completions", () => {
           object: "list",
           data: [
             { id: BASE_MODEL, object: "model", owned_by: "effect-rl", root: BASE_MODEL, max_model_len: 512 },
-            { id: long, object: "model", owned_by: "effect-rl", root: long, max_model_len: 2048 }
+            { id: long, object: "model", owned_by: "effect-rl", root: long, max_model_len: 2048 },
+            { id: "effect-rl/base-2k", object: "model", owned_by: "effect-rl", max_model_len: 2048 }
           ]
         })
       })

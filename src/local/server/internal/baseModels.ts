@@ -1,9 +1,13 @@
 /**
  * The base models the engine serves, each with its shape and the seed of its initial weights: a base model's
  * step 0 is `Policy.create(config, { seed })`, the same weights whether it is served by name or stored as the step 0
- * checkpoint of a new model (so a trained model at step 0 answers exactly as its base model does).
+ * checkpoint of a new model (so a trained model at step 0 answers exactly as its base model does). The pretrained
+ * base model's step 0 is the weights shipped in the package (`assets/base-2k.erlp`, made by
+ * `scripts/pretrain.ts`), read on first use and checked against the SHA-256 written beside them.
  */
-import { saveCheckpoint } from "../../engine/policy/Checkpoint.js"
+import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { loadCheckpoint, saveCheckpoint } from "../../engine/policy/Checkpoint.js"
 import { Policy } from "../../engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG, type PolicyConfig } from "../../engine/policy/PolicyConfig.js"
 
@@ -16,11 +20,40 @@ export const BASE_MODEL = "effect-rl/tiny"
  */
 export const LONG_CONTEXT_MODEL = "effect-rl/tiny-2k"
 
-/** Each base model's shape and the seed of its initial weights. */
-const models: ReadonlyMap<string, { readonly seed: number; readonly config: PolicyConfig }> = new Map([
+/**
+ * The pretrained base model: the shape of `effect-rl/tiny-2k`, pretrained on conversations in the chat
+ * template (tool calls and answers that use their results, JSON, yes/no, choices, copying from the prompt), so
+ * it writes ASCII words, numbers and JSON from the start. The random-init models stay for tests that need them.
+ */
+export const PRETRAINED_MODEL = "effect-rl/base-2k"
+
+/** Where the pretrained base model's weights ship (`<file>.sha256` beside them holds their checksum). */
+export const PRETRAINED_WEIGHTS_URL: URL = new URL("../../../../assets/base-2k.erlp", import.meta.url)
+
+/** A base model: a shape and the seed of its random initial weights, or weights shipped in a file. */
+type BaseModel =
+  | { readonly seed: number; readonly config: PolicyConfig }
+  | { readonly weights: URL; readonly config: PolicyConfig }
+
+/** Each base model's shape, and the seed of its initial weights or the file they ship in. */
+const models: ReadonlyMap<string, BaseModel> = new Map<string, BaseModel>([
   [BASE_MODEL, { seed: 0, config: DEFAULT_POLICY_CONFIG }],
-  [LONG_CONTEXT_MODEL, { seed: 0, config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 } }]
+  [LONG_CONTEXT_MODEL, { seed: 0, config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 } }],
+  [PRETRAINED_MODEL, { weights: PRETRAINED_WEIGHTS_URL, config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 } }]
 ])
+
+/** The bytes of shipped weights, checked against the SHA-256 in the `.sha256` file beside them. */
+const readShipped = (url: URL): Uint8Array => {
+  const weights = new Uint8Array(readFileSync(url))
+  const expected = readFileSync(new URL(`${url.href}.sha256`), "utf8").split(/\s+/)[0]
+  const actual = createHash("sha256").update(weights).digest("hex")
+  if (actual !== expected) throw new Error(`${url.pathname}: SHA-256 ${actual}, expected ${expected}`)
+  return weights
+}
+
+/** A base model's initial weights as checkpoint bytes. */
+const weightsOf = (model: BaseModel): Uint8Array =>
+  "weights" in model ? readShipped(model.weights) : saveCheckpoint(Policy.create(model.config, { seed: model.seed }))
 
 /** The names of the base models, in order. */
 export const baseModelNames: ReadonlyArray<string> = [...models.keys()]
@@ -37,7 +70,10 @@ export const basePolicy = (name: string): Policy | undefined => {
   if (model === undefined) return undefined
   let policy = policies.get(name)
   if (policy === undefined) {
-    policy = Policy.create(model.config, { seed: model.seed })
+    policy =
+      "weights" in model
+        ? loadCheckpoint(initialWeights(name)!).policy
+        : Policy.create(model.config, { seed: model.seed })
     policies.set(name, policy)
   }
   return policy
@@ -49,7 +85,7 @@ export const initialWeights = (name: string): Uint8Array | undefined => {
   if (out === undefined) {
     const model = models.get(name)
     if (model === undefined) return undefined
-    out = saveCheckpoint(Policy.create(model.config, { seed: model.seed }))
+    out = weightsOf(model)
     bytes.set(name, out)
   }
   return out
