@@ -11,6 +11,8 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { withFastDecode } from "./internal/fastPath.js"
+import { callCreateBatchReq } from "./internal/traceFastPath.js"
 import { JsonObject, JsonValue, OtherKeys, optionalKey } from "./Json.js"
 
 /** An optional key that may also be `null`, as the service's `X | None = None` fields are. */
@@ -415,10 +417,19 @@ export const CallBatchEnd = Schema.Struct({ mode: Schema.Literal("end"), req: Ca
 /** @see {@link CallBatchEnd} */
 export type CallBatchEnd = typeof CallBatchEnd.Type
 
-/** The body of `POST /call/upsert_batch`. An end may arrive in a later batch than its start. */
-export const CallCreateBatchReq = Schema.Struct({
+const CallCreateBatchReqStruct = Schema.Struct({
   batch: Schema.Array(Schema.Union(CallBatchStart, CallBatchEnd))
 }).annotations({ identifier: "CallCreateBatchReq" })
+
+/**
+ * The body of `POST /call/upsert_batch`. An end may arrive in a later batch than its start. A batch carries
+ * thousands of calls: one that plainly matches is decoded in one pass (internal/traceFastPath.ts), any other by
+ * the schema.
+ */
+export const CallCreateBatchReq: Schema.Schema<typeof CallCreateBatchReqStruct.Type> = withFastDecode(
+  CallCreateBatchReqStruct,
+  callCreateBatchReq as (u: unknown) => typeof CallCreateBatchReqStruct.Type | undefined
+)
 /** @see {@link CallCreateBatchReq} */
 export type CallCreateBatchReq = typeof CallCreateBatchReq.Type
 

@@ -210,7 +210,9 @@ const changedItem = FastCheck.oneof(
         }
   ),
   batchItem.map((item) =>
-    item.mode === "end" ? { ...item, req: { end: { ...item.req.end, summary: { usage: { m: { requests: 0.5 } } } } } } : item
+    item.mode === "end"
+      ? { ...item, req: { end: { ...item.req.end, summary: { usage: { m: { requests: 0.5 } } } } } }
+      : item
   ),
   FastCheck.constant({ mode: "middle", req: {} })
 )

@@ -43,34 +43,78 @@ import {
   type Query,
   type SortBy
 } from "../../../../api/TraceCall.js"
-import { InvalidField, NotFound } from "../../../../api/TraceError.js"
+import { InvalidField, InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import * as TraceFeedback from "../../../store/TraceFeedback.js"
 import type * as TraceObjects from "../../../store/TraceObjects.js"
 import { callsWire, storageSize } from "./callWire.js"
-import { checkProject, instant, invalid, isCallId, newId } from "./ids.js"
+import { checkProject, type Instant, instant, invalid, isCallId, isProjectId, newId } from "./ids.js"
 import { jsonLinesResponse, jsonLinesText } from "./jsonLines.js"
 import { fieldPaths, getField, invalidField, matches, page, setField, sortBy as sortByKeys } from "./query.js"
 import { resolveObjectRef } from "./refs.js"
 
-const checkId = (what: string, id: string | null | undefined) =>
-  id === null || id === undefined || isCallId(id) ? Effect.void : invalid(`Invalid ${what}: ${id}`)
-
-const timestamp = (what: string, value: string) => {
-  const parsed = instant(value)
-  return parsed === undefined ? invalid(`Invalid ${what}: ${value}`) : Effect.succeed(parsed)
+/**
+ * Why a start or end is refused (a 400 `{reason}`), checked in order: the project, the ids, then the time; or
+ * its time, read. Plain functions, so that a batch of thousands of calls is checked in one loop.
+ */
+const checked = (
+  projectId: string,
+  ids: ReadonlyArray<readonly [what: string, id: string | null | undefined]>,
+  what: string,
+  time: string
+): Instant | string => {
+  if (!isProjectId(projectId)) return `Invalid project_id: expected "entity/project"`
+  for (const [name, id] of ids) if (id !== null && id !== undefined && !isCallId(id)) return `Invalid ${name}: ${id}`
+  return instant(time) ?? `Invalid ${what}: ${time}`
 }
 
-/** A start as stored; `traces` holds the trace ids of the batch's earlier starts, for children without one. */
-const toStart = (calls: TraceCalls.Service, start: CallStartInsert, traces: Map<string, string>) =>
-  Effect.gen(function* () {
-    yield* checkProject(start.project_id)
-    yield* checkId("id", start.id)
-    yield* checkId("trace_id", start.trace_id)
-    yield* checkId("parent_id", start.parent_id)
-    const started = yield* timestamp("started_at", start.started_at)
+/** A start as stored, its id and trace id settled. */
+const storedStart = (start: CallStartInsert, id: string, traceId: string, started: Instant): TraceCalls.CallStart => ({
+  project_id: start.project_id,
+  id,
+  trace_id: traceId,
+  parent_id: start.parent_id ?? null,
+  op_name: start.op_name,
+  display_name: start.display_name ?? null,
+  thread_id: start.thread_id ?? null,
+  turn_id: start.turn_id ?? null,
+  started_at: started.iso,
+  started_key: started.micros,
+  attributes: start.attributes,
+  inputs: start.inputs,
+  wb_user_id: start.wb_user_id ?? null,
+  wb_run_id: start.wb_run_id ?? null,
+  wb_run_step: start.wb_run_step ?? null
+})
+
+/**
+ * A start as stored; `traces` holds the trace ids of the batch's earlier starts, for children without one. Only a
+ * start without an id, or without a trace id whose parent is not in the batch, needs more than its own fields.
+ */
+const toStart = (
+  calls: TraceCalls.Service,
+  start: CallStartInsert,
+  traces: Map<string, string>
+): Effect.Effect<TraceCalls.CallStart, InvalidRequest> => {
+  const started = checked(
+    start.project_id,
+    [
+      ["id", start.id],
+      ["trace_id", start.trace_id],
+      ["parent_id", start.parent_id]
+    ],
+    "started_at",
+    start.started_at
+  )
+  if (typeof started === "string") return Effect.fail(new InvalidRequest({ reason: started }))
+  const parentId = start.parent_id ?? null
+  const known = start.trace_id ?? (parentId === null ? undefined : traces.get(parentId))
+  if (start.id !== null && start.id !== undefined && known !== undefined) {
+    traces.set(start.id, known)
+    return Effect.succeed(storedStart(start, start.id, known, started))
+  }
+  return Effect.gen(function* () {
     const id = start.id ?? (yield* newId)
-    const parentId = start.parent_id ?? null
     const inherited = (parent: string) =>
       traces.has(parent)
         ? Effect.succeed(traces.get(parent))
@@ -80,43 +124,30 @@ const toStart = (calls: TraceCalls.Service, start: CallStartInsert, traces: Map<
           ).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
     const traceId = start.trace_id ?? (parentId === null ? undefined : yield* inherited(parentId)) ?? (yield* newId)
     traces.set(id, traceId)
-    const stored: TraceCalls.CallStart = {
-      project_id: start.project_id,
-      id,
-      trace_id: traceId,
-      parent_id: parentId,
-      op_name: start.op_name,
-      display_name: start.display_name ?? null,
-      thread_id: start.thread_id ?? null,
-      turn_id: start.turn_id ?? null,
-      started_at: started.iso,
-      started_key: started.micros,
-      attributes: start.attributes,
-      inputs: start.inputs,
-      wb_user_id: start.wb_user_id ?? null,
-      wb_run_id: start.wb_run_id ?? null,
-      wb_run_step: start.wb_run_step ?? null
-    }
-    return stored
+    return storedStart(start, id, traceId, started)
   })
+}
 
-const toEnd = (end: CallEndInsert) =>
-  Effect.gen(function* () {
-    yield* checkProject(end.project_id)
-    yield* checkId("id", end.id)
-    const ended = yield* timestamp("ended_at", end.ended_at)
-    const stored: TraceCalls.CallEnd = {
-      project_id: end.project_id,
-      id: end.id,
-      ended_at: ended.iso,
-      output: end.output === undefined ? Option.none() : Option.some(end.output),
-      // The summary schema is an open record of JSON values.
-      summary: end.summary as JsonObject,
-      exception: end.exception ?? null,
-      wb_run_step_end: end.wb_run_step_end ?? null
-    }
-    return stored
-  })
+/** An end as stored, or why it is refused. */
+const storedEnd = (end: CallEndInsert): TraceCalls.CallEnd | string => {
+  const ended = checked(end.project_id, [["id", end.id]], "ended_at", end.ended_at)
+  if (typeof ended === "string") return ended
+  return {
+    project_id: end.project_id,
+    id: end.id,
+    ended_at: ended.iso,
+    output: end.output === undefined ? Option.none() : Option.some(end.output),
+    // The summary schema is an open record of JSON values.
+    summary: end.summary as JsonObject,
+    exception: end.exception ?? null,
+    wb_run_step_end: end.wb_run_step_end ?? null
+  }
+}
+
+const toEnd = (end: CallEndInsert): Effect.Effect<TraceCalls.CallEnd, InvalidRequest> => {
+  const stored = storedEnd(end)
+  return typeof stored === "string" ? Effect.fail(new InvalidRequest({ reason: stored })) : Effect.succeed(stored)
+}
 
 /** Whether a JSON value holds a ref string equal to one of `refs` or below it (`<ref>/...`). */
 const holdsRef = (value: JsonValue | undefined, refs: ReadonlyArray<string>): boolean => {
@@ -334,23 +365,35 @@ export const callEnd = ({ payload }: { readonly payload: CallEndReq }) =>
     return {}
   })
 
-/** `POST /call/upsert_batch`: every item checked first, then all stored in one transaction. */
+/**
+ * `POST /call/upsert_batch`: every item checked first (in order: the first refused one is the answer), then all
+ * stored in one transaction. The items are checked in a plain loop; only a start that needs an id made or its
+ * parent's trace read from the store goes through an effect.
+ */
 export const callUpsertBatch = ({ payload }: { readonly payload: CallCreateBatchReq }) =>
   Effect.gen(function* () {
     const calls = yield* TraceCalls.TraceCalls
     const traces = new Map<string, string>()
-    const items = yield* Effect.forEach(payload.batch, (item) =>
-      item.mode === "start"
-        ? Effect.map(
-            toStart(calls, item.req.start, traces),
-            (start): TraceCalls.BatchItem => ({ mode: "start", start })
-          )
-        : Effect.map(toEnd(item.req.end), (end): TraceCalls.BatchItem => ({ mode: "end", end }))
+    const batch = payload.batch
+    const items: Array<TraceCalls.BatchItem> = new Array(batch.length)
+    const res: Array<{ readonly id: string; readonly trace_id: string } | Record<string, never>> = new Array(
+      batch.length
     )
-    yield* calls.batch(items)
-    return {
-      res: items.map((item) => (item.mode === "start" ? { id: item.start.id, trace_id: item.start.trace_id } : {}))
+    for (let i = 0; i < batch.length; i++) {
+      const item = batch[i]!
+      if (item.mode === "start") {
+        const start = yield* toStart(calls, item.req.start, traces)
+        items[i] = { mode: "start", start }
+        res[i] = { id: start.id, trace_id: start.trace_id }
+      } else {
+        const end = storedEnd(item.req.end)
+        if (typeof end === "string") return yield* invalid(end)
+        items[i] = { mode: "end", end }
+        res[i] = {}
+      }
     }
+    yield* calls.batch(items)
+    return { res }
   })
 
 const decodeCall = Schema.decodeUnknown(Call)
