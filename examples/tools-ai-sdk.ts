@@ -3,7 +3,8 @@
  * written with the Vercel AI SDK on its default provider, `openai(id)`, which speaks the Responses API, and
  * trained unchanged: `RolloutFetch.fetch()` is the rollout's `fetch`, so every request the SDK makes is a
  * recorded turn of the rollout's policy (a Responses request is translated onto the chat completion the
- * policy samples). The same world, question and reward as `tools.ts`.
+ * policy samples). The same world, question and reward as `tools.ts`, and its base model (on the
+ * embedded backend the pretrained `effect-rl/base-2k`).
  *
  * Needs `ai`, `@ai-sdk/openai` and `zod` (`npm install ai @ai-sdk/openai zod`).
  *

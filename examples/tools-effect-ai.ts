@@ -2,7 +2,8 @@
  * Example: the tool agent of `tools.ts` (call the right tool for the right city, answer with its result),
  * written with `@effect/ai` (`Tool`, `Toolkit`, `Chat`, `LanguageModel`) and trained unchanged:
  * `RolloutModel.layer` provides the `LanguageModel`, backed by the rollout's policy, each generation recorded
- * in the trajectory. The same world, question and reward as `tools.ts`.
+ * in the trajectory. The same world, question and reward as `tools.ts`, and its base model (on the
+ * embedded backend the pretrained `effect-rl/base-2k`).
  *
  * Needs `@effect/ai` (`npm install @effect/ai@^0.37.0`, an optional peer dependency of effect-rl).
  *

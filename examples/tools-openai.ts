@@ -2,7 +2,8 @@
  * Example: the tool agent of `tools.ts` (call the right tool for the right city, answer with its result),
  * written as plain Promise-based code with the `openai` SDK and trained unchanged: `RolloutOpenAI.client()`
  * is an `OpenAI` instance whose chat completions are the rollout's, recorded in its trajectory. The same
- * world, question and reward as `tools.ts`.
+ * world, question and reward as `tools.ts`, and its base model (on the
+ * embedded backend the pretrained `effect-rl/base-2k`).
  *
  * Needs `openai` (`npm install openai`, an optional peer dependency of effect-rl).
  *
