@@ -117,7 +117,9 @@ export const trainAgent = (flags: TrainAgentFlags) =>
           const policy = yield* Policy.trainable({
             project: flags.project ?? "agents",
             name: Example.modelNameOf("agent", options),
-            base_model: Example.baseModelOf(options)
+            // Locally the pretrained base: an agent's own prompts (tools, instructions) need its 2,048 tokens, and
+            // it starts from text rather than noise (minimal's task: 0.88 -> 1.00 against 0.46 -> 0.96 from tiny).
+            base_model: Example.baseModelOf(options, "effect-rl/base-2k")
           })
           const summary = yield* TrainingLoop.run({
             policy,

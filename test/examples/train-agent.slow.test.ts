@@ -9,9 +9,22 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { dir, root, scenarios, summaryOf, trainAgent } from "./trainAgentSupport.js"
 
-/** Trains `command` for 4 steps on minimal's scenarios: the run's output and summary, checked to rise. */
+/**
+ * Trains `command` for 4 steps on minimal's scenarios from the random-init `effect-rl/tiny` (learning from chance;
+ * train-agent's own default is the pretrained base): the run's output and summary, checked to rise.
+ */
 const learns = async (command: string) => {
-  const run = await trainAgent([command, "--scenarios", scenarios, "--steps", "4", "--project", "agents-test"])
+  const run = await trainAgent([
+    command,
+    "--scenarios",
+    scenarios,
+    "--steps",
+    "4",
+    "--project",
+    "agents-test",
+    "--base-model",
+    "effect-rl/tiny"
+  ])
   expect(run.code, run.out).toBe(0)
   const summary = summaryOf(run.out)
   expect(summary.steps).toBe(4)
