@@ -112,7 +112,7 @@ describe("batched decoding", () => {
       const options = (i: number) => ({ modelName: "m", now: 0, requestId: `r${i}` })
       const alone = all.map((r, i) => complete(policy, r, options(i)))
       const before = { ...batching.stats }
-      // Steps of the largest budget, however busy the machine (the budget otherwise follows the steps' wall time).
+      // Steps of the whole budget, however busy the machine (the budget otherwise follows the steps' wall time).
       batching.stepMs = Number.POSITIVE_INFINITY
       const together = yield* Effect.all(
         all.map((r, i) => completeEffect(policy, r, options(i))),

@@ -18,18 +18,19 @@ import { decoding, type Scheduler, type Task } from "../Scheduler.js"
 import { type Job, stepJobs } from "./Job.js"
 
 /**
- * The work one batched step takes on at least, in the units of `stepJobs`: 36,000 is a chunk of a prompt, some
- * 5-10 ms of the local policy's time, as `DEFAULT_CHUNK` sizes it (the step of one completion before batching);
- * 64 choices at 100 tokens of context are 42,000.
+ * The most work one batched step takes on, in the units of `stepJobs` (36,000: a chunk of a prompt, some 5-10 ms
+ * of the local policy's time, as `DEFAULT_CHUNK` sizes it; 64 choices at 100 tokens of context are 42,000). A
+ * step always takes the first decoding job and the first prompt piece waiting, whatever their cost.
  */
 export const STEP_BUDGET = 36_000
 
 /**
  * The wall time one batched step aims at, in milliseconds: after each step the budget of the next is scaled
- * towards it, between {@link STEP_BUDGET} and four times that, so that on an idle machine a step takes on more
- * rows (a larger batch computes each row faster) while staying short, and on a busy one it stays at a chunk.
+ * towards it, between a twelfth of {@link STEP_BUDGET} and all of it. Short steps keep a turn of the event loop
+ * close to the scheduler's 10 ms (a `/v1/health` probe waits no longer than before batching), at the price of
+ * smaller batches on a busy machine.
  */
-export const STEP_MS = 5
+export const STEP_MS = 2
 
 /** Steps the jobs that asked for a step, a batch per model, as one task of a scheduler. */
 export class Batcher {
@@ -47,7 +48,7 @@ export class Batcher {
   /** The budget of the next step (see {@link STEP_MS}). */
   private current: number
 
-  /** The wall time a step aims at (see {@link STEP_MS}; infinite: every step takes on four times the budget). */
+  /** The wall time a step aims at (see {@link STEP_MS}; infinite: every step takes on the whole budget). */
   stepMs: number
 
   constructor(
@@ -82,13 +83,19 @@ export class Batcher {
   }
 
   private step(): boolean {
+    // The task stays while there is work: a step that finds none ends it (a job asking again re-adds it). Ending
+    // it as soon as the queue empties would remove and re-add it on every step of a lone completion.
+    if (this.queue.size === 0) {
+      this.queued = false
+      return true
+    }
     for (const [model, jobs] of this.queue) {
       try {
         const started = performance.now()
         const stepped = stepJobs(model, jobs, this.current)
         const ms = Math.max(0.05, performance.now() - started)
         const scale = Math.min(2, Math.max(0.5, this.stepMs / ms))
-        this.current = Math.min(4 * this.budget, Math.max(this.budget, this.current * scale))
+        this.current = Math.min(this.budget, Math.max(this.budget / 12, this.current * scale))
         this.stats.steps += 1
         this.stats.jobs += stepped.length
         this.stats.largest = Math.max(this.stats.largest, stepped.length)
@@ -101,9 +108,7 @@ export class Batcher {
       }
       if (jobs.size === 0) this.queue.delete(model)
     }
-    if (this.queue.size > 0) return false
-    this.queued = false
-    return true
+    return false
   }
 }
 
