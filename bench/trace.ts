@@ -2,7 +2,7 @@
  * The trace store under load: 100,000 calls ingested through `call/upsert_batch`, then read back with one
  * `calls/stream_query`.
  *
- *   npx tsx bench/trace.ts [--calls=100000] [--batch=1000] [--concurrency=4] [--baseline=1]
+ *   npx tsx bench/trace.ts [--calls=100000] [--batch=1000] [--concurrency=4] [--baseline=1] [--repeats=3]
  *                          [--server-cpu-prof=<dir>]
  *
  * The server is the real `effect-rl serve` in a separate process (see `serverProcess.ts`) on a fresh data
@@ -21,6 +21,10 @@
  *   the store (`TraceCalls.batch`, the same batch sizes, no HTTP, no validation) and read back with
  *   `TraceCalls.query` + `JSON.stringify` per row. The ratios server/baseline are what the HTTP surface, the
  *   request decoding and the derived `summary.weave` cost on top of SQLite.
+ * - `--repeats`: the ingest is run that many times, each on a fresh data directory, the server's and the store's
+ *   back to back, so that a change of machine load hits both alike; the ratio is taken per repeat and its median
+ *   printed with each repeat's (the query runs in the first repeat only); so is the ratio of their CPU seconds
+ *   (store alone / server), which depends less on other load than wall time does.
  *
  * `--server-cpu-prof=<dir>` starts the server with `--cpu-prof --cpu-prof-dir=<dir>` (written when it stops).
  */
@@ -32,13 +36,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Store from "../src/local/store/Store.js"
 import * as TraceCalls from "../src/local/store/TraceCalls.js"
-import { fmt, intFlag, printTable } from "./harness.js"
+import { fmt, intFlag, median, printTable } from "./harness.js"
 import { cpuSeconds, memory, resetPeak, type Server, startServer, stopServer } from "./serverProcess.js"
 
 const CALLS = intFlag("calls", 100_000)
 const BATCH = intFlag("batch", 1_000)
 const CONCURRENCY = Math.max(1, intFlag("concurrency", 4))
 const BASELINE = intFlag("baseline", 1) !== 0
+const REPEATS = Math.max(1, intFlag("repeats", 3))
 const PROJECT = "bench/trace"
 const CPU_PROF_DIR = process.argv.find((a) => a.startsWith("--server-cpu-prof="))?.slice("--server-cpu-prof=".length)
 const TREE = 10
@@ -256,7 +261,7 @@ const storedEnd = (s: Spec): TraceCalls.BatchItem => ({
   }
 })
 
-const baseline = (dataDir: string) =>
+const baseline = (dataDir: string, withQuery: boolean) =>
   Effect.gen(function* () {
     const calls = yield* TraceCalls.TraceCalls
     const batches: Array<Array<TraceCalls.BatchItem>> = []
@@ -266,15 +271,19 @@ const baseline = (dataDir: string) =>
       for (let i = (k - 1) * BATCH; k > 0 && i < Math.min(CALLS, k * BATCH); i++) items.push(storedEnd(spec(i)))
       batches.push(items)
     }
+    const cpu0 = process.cpuUsage()
     const t0 = performance.now()
     for (const items of batches) yield* calls.batch(items)
     const ingestMs = performance.now() - t0
+    const cpu = process.cpuUsage(cpu0)
+    const ingestCpu = (cpu.user + cpu.system) / 1e6
+    if (!withQuery) return { ingestMs, ingestCpu, queryMs: Number.NaN, rows: 0, bytes: 0 }
     const t1 = performance.now()
     const records = yield* Effect.orDie(calls.query(PROJECT, {}))
     let bytes = 0
     for (const record of records) bytes += JSON.stringify(record).length + 1
     const queryMs = performance.now() - t1
-    return { ingestMs, queryMs, rows: records.length, bytes }
+    return { ingestMs, ingestCpu, queryMs, rows: records.length, bytes }
   }).pipe(Effect.provide(Store.layer({ dataDir })))
 
 // ---------------------------------------------------------------------------------------------------------
@@ -283,10 +292,51 @@ const baseline = (dataDir: string) =>
 
 const MB = (bytes: number) => fmt(bytes / 2 ** 20, 0)
 
+/** One server run on a fresh data directory: the ingest, and the query when asked for. */
+const serverRun = async (bodies: ReadonlyArray<string>, withQuery: boolean, cpuProfDir: string | undefined) => {
+  const dataDir = mkdtempSync(join(tmpdir(), "effect-rl-bench-trace-"))
+  const apiKey = randomBytes(24).toString("hex")
+  const authorization = `Basic ${Buffer.from(`api:${apiKey}`).toString("base64")}`
+  let server: Server | undefined
+  const stop = async () => {
+    if (server !== undefined) await stopServer(server.child)
+    server = undefined
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+  process.once("SIGINT", () => void stop().then(() => process.exit(130)))
+  try {
+    server = await startServer(
+      dataDir,
+      apiKey,
+      cpuProfDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${cpuProfDir}`]
+    )
+    const idle = memory(server.pid, "VmRSS")
+    const ingested = await phase(server.pid, () => ingest(server!.url, authorization, bodies))
+    const queried = withQuery ? await phase(server.pid, () => streamAll(server!.url, authorization)) : undefined
+    if (queried !== undefined) {
+      const { rows, ended } = queried.result
+      if (rows !== CALLS || ended !== CALLS) throw new Error(`stream_query answered ${rows} rows, ${ended} ended`)
+    }
+    return { idle, ingested, queried }
+  } finally {
+    await stop()
+  }
+}
+
+/** One baseline run (the store alone, in this process) on a fresh data directory. */
+const baselineRun = async (withQuery: boolean) => {
+  const baseDir = mkdtempSync(join(tmpdir(), "effect-rl-bench-trace-base-"))
+  try {
+    return await Effect.runPromise(baseline(baseDir, withQuery))
+  } finally {
+    rmSync(baseDir, { recursive: true, force: true })
+  }
+}
+
 const main = async () => {
   console.log(
-    `bench/trace: ${CALLS} calls, batches of ${BATCH} (ends in the next batch), ${CONCURRENCY} in flight; ` +
-      `${cpus().length} cores, load ${loadavg()
+    `bench/trace: ${CALLS} calls, batches of ${BATCH} (ends in the next batch), ${CONCURRENCY} in flight, ` +
+      `${REPEATS} repeat(s) of server then store alone; ${cpus().length} cores, load ${loadavg()
         .map((l) => l.toFixed(1))
         .join(" ")}`
   )
@@ -297,82 +347,96 @@ const main = async () => {
     `built ${bodies.length} request bodies (${MB(bodyBytes)} MB) in ${fmt(performance.now() - t, 0)} ms, untimed`
   )
 
-  const dataDir = mkdtempSync(join(tmpdir(), "effect-rl-bench-trace-"))
-  const apiKey = randomBytes(24).toString("hex")
-  const authorization = `Basic ${Buffer.from(`api:${apiKey}`).toString("base64")}`
-  let server: Server | undefined
-  const stop = async () => {
-    if (server !== undefined) await stopServer(server.child)
-    rmSync(dataDir, { recursive: true, force: true })
-  }
-  process.once("SIGINT", () => void stop().then(() => process.exit(130)))
-  try {
-    server = await startServer(
-      dataDir,
-      apiKey,
-      CPU_PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`]
-    )
-    const idle = memory(server.pid, "VmRSS")
-    const ingested = await phase(server.pid, () => ingest(server!.url, authorization, bodies))
-    const queried = await phase(server.pid, () => streamAll(server!.url, authorization))
-    const { rows, ended, bytes, firstMs } = queried.result
-    if (rows !== CALLS || ended !== CALLS) throw new Error(`stream_query answered ${rows} rows, ${ended} ended`)
-    const ingestRate = (CALLS / ingested.wallMs) * 1000
-    const queryRate = (rows / queried.wallMs) * 1000
-    const table: Array<Array<string>> = [
-      ["phase", "wall ms", "rate", "server CPU s", "server peak RSS MB", "vs baseline"],
-      [
-        "ingest (upsert_batch)",
-        fmt(ingested.wallMs, 0),
-        `${fmt(ingestRate, 0)} calls/s`,
-        fmt(ingested.serverCpu, 1),
-        MB(ingested.peakRss),
-        ""
-      ],
-      [
-        "stream_query (all)",
-        fmt(queried.wallMs, 0),
-        `${fmt(queryRate, 0)} rows/s`,
-        fmt(queried.serverCpu, 1),
-        MB(queried.peakRss),
-        ""
-      ]
-    ]
-    await stopServer(server.child)
-    server = undefined
+  const ingestRates: Array<number> = []
+  const baseRates: Array<number> = []
+  // CPU seconds of the ingest: the server process's, and this process's for the store alone.
+  const ingestCpus: Array<number> = []
+  const baseCpus: Array<number> = []
+  let first: Awaited<ReturnType<typeof serverRun>> | undefined
+  let firstBase: Awaited<ReturnType<typeof baselineRun>> | undefined
+  for (let repeat = 0; repeat < REPEATS; repeat++) {
+    const run = await serverRun(bodies, repeat === 0, repeat === 0 ? CPU_PROF_DIR : undefined)
+    first ??= run
+    ingestRates.push((CALLS / run.ingested.wallMs) * 1000)
+    ingestCpus.push(run.ingested.serverCpu)
     if (BASELINE) {
-      const baseDir = mkdtempSync(join(tmpdir(), "effect-rl-bench-trace-base-"))
-      try {
-        const base = await Effect.runPromise(baseline(baseDir))
-        const baseIngestRate = (CALLS / base.ingestMs) * 1000
-        const baseQueryRate = (base.rows / base.queryMs) * 1000
-        table[1]![5] = `${fmt(ingestRate / baseIngestRate, 2)}x`
-        table[2]![5] = `${fmt(queryRate / baseQueryRate, 2)}x`
-        table.push(
-          ["baseline: store.batch", fmt(base.ingestMs, 0), `${fmt(baseIngestRate, 0)} calls/s`, "", "", "1x"],
-          ["baseline: store.query", fmt(base.queryMs, 0), `${fmt(baseQueryRate, 0)} rows/s`, "", "", "1x"]
-        )
-      } finally {
-        rmSync(baseDir, { recursive: true, force: true })
-      }
+      const base = await baselineRun(repeat === 0)
+      firstBase ??= base
+      baseRates.push((CALLS / base.ingestMs) * 1000)
+      baseCpus.push(base.ingestCpu)
     }
-    printTable(table)
-    console.log(
-      `stream_query: first line after ${fmt(firstMs, 0)} ms, ${MB(bytes)} MB of JSON lines; ` +
-        `server RSS idle ${MB(idle)} MB`
-    )
-    console.log(
-      `summary: ${JSON.stringify({
-        calls: CALLS,
-        ingest_calls_per_s: Math.round(ingestRate),
-        query_rows_per_s: Math.round(queryRate),
-        ingest_peak_rss_mb: Math.round(ingested.peakRss / 2 ** 20),
-        query_peak_rss_mb: Math.round(queried.peakRss / 2 ** 20)
-      })}`
-    )
-  } finally {
-    await stop()
   }
+  const { idle, ingested, queried } = first!
+  const { bytes, firstMs, rows } = queried!.result
+  const ingestRate = median(ingestRates)
+  const queryRate = (rows / queried!.wallMs) * 1000
+  const table: Array<Array<string>> = [
+    ["phase", "wall ms", "rate", "server CPU s", "server peak RSS MB", "vs baseline"],
+    [
+      "ingest (upsert_batch)",
+      fmt(ingested.wallMs, 0),
+      `${fmt(ingestRate, 0)} calls/s`,
+      fmt(ingested.serverCpu, 1),
+      MB(ingested.peakRss),
+      ""
+    ],
+    [
+      "stream_query (all)",
+      fmt(queried!.wallMs, 0),
+      `${fmt(queryRate, 0)} rows/s`,
+      fmt(queried!.serverCpu, 1),
+      MB(queried!.peakRss),
+      ""
+    ]
+  ]
+  let ingestRatio: number | undefined
+  let ingestCpuRatio: number | undefined
+  if (BASELINE) {
+    const base = firstBase!
+    const baseIngestRate = median(baseRates)
+    const baseQueryRate = (base.rows / base.queryMs) * 1000
+    // The ratio of each repeat (server then store alone, back to back), and their median.
+    const ratios = ingestRates.map((rate, i) => rate / baseRates[i]!)
+    ingestRatio = median(ratios)
+    table[1]![5] = `${fmt(ingestRatio, 2)}x`
+    table[2]![5] = `${fmt(queryRate / baseQueryRate, 2)}x`
+    table.push(
+      ["baseline: store.batch", fmt(base.ingestMs, 0), `${fmt(baseIngestRate, 0)} calls/s`, "", "", "1x"],
+      ["baseline: store.query", fmt(base.queryMs, 0), `${fmt(baseQueryRate, 0)} rows/s`, "", "", "1x"]
+    )
+    console.log(
+      `ingest per repeat (calls/s, server / store alone = ratio): ${ingestRates
+        .map((rate, i) => `${fmt(rate, 0)} / ${fmt(baseRates[i]!, 0)} = ${fmt(ratios[i]!, 2)}x`)
+        .join("; ")}`
+    )
+    // Under other load the wall rates depend on the scheduler; CPU per call does much less.
+    const cpuRatios = ingestCpus.map((cpu, i) => baseCpus[i]! / cpu)
+    ingestCpuRatio = median(cpuRatios)
+    console.log(
+      `ingest CPU per repeat (s, store alone / server = ratio): ${ingestCpus
+        .map((cpu, i) => `${fmt(baseCpus[i]!, 2)} / ${fmt(cpu, 2)} = ${fmt(cpuRatios[i]!, 2)}x`)
+        .join("; ")}; median ${fmt(ingestCpuRatio, 2)}x`
+    )
+  }
+  printTable(table)
+  console.log(
+    `rates are medians over the repeats; wall ms, CPU and RSS are the first repeat's. stream_query: first line after ` +
+      `${fmt(firstMs, 0)} ms, ${MB(bytes)} MB of JSON lines; server RSS idle ${MB(idle)} MB; load at the end ` +
+      `${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`
+  )
+  console.log(
+    `summary: ${JSON.stringify({
+      calls: CALLS,
+      ingest_calls_per_s: Math.round(ingestRate),
+      query_rows_per_s: Math.round(queryRate),
+      ...(ingestRatio === undefined ? {} : { ingest_vs_store: Number(ingestRatio.toFixed(3)) }),
+      ...(ingestCpuRatio === undefined ? {} : { ingest_vs_store_by_cpu: Number(ingestCpuRatio.toFixed(3)) }),
+      ingest_peak_rss_mb: Math.round(ingested.peakRss / 2 ** 20),
+      query_peak_rss_mb: Math.round(queried!.peakRss / 2 ** 20)
+    })}`
+  )
 }
 
 main().catch((error) => {
