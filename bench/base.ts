@@ -1,0 +1,424 @@
+/**
+ * What the pretrained base model (`effect-rl/base-2k`) does before any RL, beside the random-init model of the
+ * same shape (`effect-rl/tiny-2k`), all at temperature 1 with fixed seeds; then, unless `--rl=0`, a shop agent
+ * trained with RL from it.
+ *
+ *   npx tsx bench/base.ts [--weights=file.erlp] [--rl=0|1] [--rl-steps=20] [--rl-base=effect-rl/base-2k]
+ *
+ * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
+ *    was not pretrained on (goal: at least 95%).
+ * 2. JSON-schema strings: completions under `response_format: json_schema` with string and integer fields; the
+ *    share of string values that are words (letters, single spaces) or numbers, and of whole objects.
+ * 3. Copying a tool result into a constrained answer: a question, the call of its tool and the tool's result
+ *    are in the prompt (held-out worlds drawn here, not by the corpus); the answer is constrained (a choice of
+ *    eight values as in `examples/tools.ts`, a JSON string, a JSON integer) and counted right when it is the
+ *    result. Chance: 1/8 for the choice, about 0 for the free string and integer.
+ * 4. The call itself: with `tool_choice: "required"`, the share of calls of the right tool with the right
+ *    argument (the question names both).
+ * 5. RL: a shop agent (tools `price` and `stock` of six items; turn 1 calls one, turn 2 answers with
+ *    `{"answer": <integer>}`), 20 steps of 6 groups x 8 rollouts on the embedded backend from `--rl-base`; per
+ *    step the mean reward and the share of right answers (goal: at least 0.8 within 20 steps).
+ *
+ * `--weights` evaluates a checkpoint file instead of the shipped base (a snapshot of `scripts/pretrain.ts`).
+ */
+import { readFileSync } from "node:fs"
+import { loadavg } from "node:os"
+import { Effect, Schema } from "effect"
+import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
+import type { Message, Tool } from "../src/api/ChatMessage.js"
+import * as Backend from "../src/Backend.js"
+import { loadCheckpoint } from "../src/local/engine/policy/Checkpoint.js"
+import type { Policy as EnginePolicy } from "../src/local/engine/policy/Policy.js"
+import { Rng } from "../src/local/engine/Random.js"
+import { complete } from "../src/local/engine/Sampler.js"
+import { basePolicy, LONG_CONTEXT_MODEL, PRETRAINED_MODEL } from "../src/local/server/internal/baseModels.js"
+import * as Policy from "../src/workflow/Policy.js"
+import * as Reward from "../src/workflow/Reward.js"
+import * as Tools from "../src/workflow/Tools.js"
+import * as TrainingLoop from "../src/workflow/TrainingLoop.js"
+
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, "").split("=")
+    return [k!, v ?? "1"] as const
+  })
+)
+const weightsFile = args.get("weights")
+const base: EnginePolicy =
+  weightsFile === undefined
+    ? basePolicy(PRETRAINED_MODEL)!
+    : loadCheckpoint(new Uint8Array(readFileSync(weightsFile))).policy
+const random: EnginePolicy = basePolicy(LONG_CONTEXT_MODEL)!
+
+const ask = (policy: EnginePolicy, request: ChatCompletionRequest) =>
+  complete(policy, { temperature: 1, ...request }, { modelName: "bench" })
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`
+
+// 1. Free text ----------------------------------------------------------------------------------------------
+
+const FREE_PROMPTS = [
+  "Hello!",
+  "Tell me a short story.",
+  "Name 3 fruits.",
+  "How are you today?",
+  "What can you do?",
+  "Describe your house.",
+  "Why is the sky blue?",
+  "Write a poem about the sea."
+]
+
+const printableShare = (policy: EnginePolicy): { readonly share: number; readonly sample: string } => {
+  let printable = 0
+  let total = 0
+  let sample = ""
+  FREE_PROMPTS.forEach((content, i) => {
+    const response = ask(policy, { messages: [{ role: "user", content }], n: 8, max_tokens: 64, seed: 100 + i })
+    for (const choice of response.choices) {
+      const text = choice.message.content ?? ""
+      for (const byte of new TextEncoder().encode(text)) {
+        total++
+        if ((byte >= 0x20 && byte < 0x7f) || byte === 0x0a) printable++
+      }
+      if (choice.index === 0 && i < 4) sample += `\n    ${JSON.stringify(content)} -> ${JSON.stringify(text)}`
+    }
+  })
+  return { share: printable / Math.max(1, total), sample }
+}
+
+// 2. JSON-schema strings ------------------------------------------------------------------------------------
+
+const SCHEMAS: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+  [
+    "Describe a person as JSON.",
+    { type: "object", properties: { name: { type: "string" }, city: { type: "string" }, age: { type: "integer" } } }
+  ],
+  ["Give me a JSON object.", { type: "object", properties: { color: { type: "string" }, fruit: { type: "string" } } }],
+  ["A product, as JSON.", { type: "object", properties: { item: { type: "string" }, price: { type: "number" } } }]
+]
+
+const WORD_OR_NUMBER = /^(?:[A-Za-z]+(?: [A-Za-z]+)*|-?\d+(?:\.\d+)?)$/
+
+const jsonStrings = (policy: EnginePolicy) => {
+  let objects = 0
+  let parsed = 0
+  let strings = 0
+  let words = 0
+  const samples: Array<string> = []
+  SCHEMAS.forEach(([content, schema], i) => {
+    for (let round = 0; round < 2; round++) {
+      const response = ask(policy, {
+        messages: [{ role: "user", content }],
+        response_format: { type: "json_schema", json_schema: { name: "answer", schema: schema as never } },
+        n: 8,
+        max_tokens: 60,
+        seed: 200 + 10 * i + round
+      })
+      for (const choice of response.choices) {
+        objects++
+        const text = choice.message.content ?? ""
+        if (samples.length < 4 && choice.index === 0) samples.push(text)
+        let value: unknown
+        try {
+          value = JSON.parse(text)
+        } catch {
+          continue
+        }
+        parsed++
+        for (const v of Object.values(value as Record<string, unknown>)) {
+          if (typeof v !== "string") continue
+          strings++
+          if (WORD_OR_NUMBER.test(v)) words++
+        }
+      }
+    }
+  })
+  return { whole: parsed / objects, words: words / Math.max(1, strings), strings, samples }
+}
+
+// 3-4. Tool results copied into answers, and calls --------------------------------------------------------
+
+const CITIES = ["Oslo", "Paris", "Lima", "Cairo"] as const
+const WEATHERS = ["sunny", "rainy", "windy", "foggy"] as const
+const TIMES = ["1am", "3pm", "7am", "9pm"] as const
+const ITEMS = ["apple", "bread", "lamp", "milk", "pen", "plum"] as const
+const CODES = ["kiwi", "maple", "falcon", "orbit", "pixel", "delta", "ember", "lotus"] as const
+
+const cityParam = { type: "object", required: ["city"], properties: { city: { type: "string", enum: [...CITIES] } } }
+const itemParam = { type: "object", required: ["item"], properties: { item: { type: "string", enum: [...ITEMS] } } }
+const fn = (name: string, description: string, parameters: Record<string, unknown>): Tool =>
+  ({
+    type: "function",
+    function: { name, description, parameters: { ...parameters, additionalProperties: false } }
+  }) as Tool
+
+const WEATHER_TOOLS = [fn("weather", "Weather in a city", cityParam), fn("clock", "Time in a city", cityParam)]
+const SHOP_TOOLS = [fn("price", "Price of an item", itemParam), fn("stock", "Units of an item in stock", itemParam)]
+const CODE_TOOLS = [
+  fn("lookup", "Look up a code word", {
+    type: "object",
+    required: ["name"],
+    properties: { name: { type: "string" } }
+  })
+]
+
+/** A held-out tool task: tools, the question, the right call, the tool's result. */
+interface ToolTask {
+  readonly tools: ReadonlyArray<Tool>
+  readonly question: string
+  readonly call: { readonly name: string; readonly arguments: string }
+  readonly result: string
+}
+
+const toolTask = (rng: Rng, kind: "weather" | "shop" | "code"): ToolTask => {
+  const pick = <A>(xs: ReadonlyArray<A>): A => xs[rng.int(xs.length)]!
+  if (kind === "weather") {
+    const city = pick(CITIES)
+    const weather = rng.int(2) === 0
+    return {
+      tools: WEATHER_TOOLS,
+      question: weather ? `What is the weather in ${city}?` : `What time is it in ${city}?`,
+      call: { name: weather ? "weather" : "clock", arguments: JSON.stringify({ city }) },
+      result: weather ? pick(WEATHERS) : pick(TIMES)
+    }
+  }
+  if (kind === "shop") {
+    const item = pick(ITEMS)
+    const price = rng.int(2) === 0
+    return {
+      tools: SHOP_TOOLS,
+      question: price ? `How much is the ${item}?` : `How many ${item} are in stock?`,
+      call: { name: price ? "price" : "stock", arguments: JSON.stringify({ item }) },
+      result: String(rng.int(500))
+    }
+  }
+  const name = pick(["Ana", "Ben", "Mia", "Leo"])
+  return {
+    tools: CODE_TOOLS,
+    question: `What is the code of ${name}?`,
+    call: { name: "lookup", arguments: JSON.stringify({ name }) },
+    result: pick(CODES)
+  }
+}
+
+const afterResult = (task: ToolTask): Array<Message> => [
+  { role: "user", content: task.question },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "call_1", type: "function", function: task.call }]
+  } as Message,
+  { role: "tool", tool_call_id: "call_1", content: task.result } as Message
+]
+
+const copyRates = (policy: EnginePolicy) => {
+  const rng = new Rng(7)
+  const tasks = 40
+  let choice = 0
+  let string = 0
+  let integer = 0
+  for (let i = 0; i < tasks; i++) {
+    const w = toolTask(rng, "weather")
+    const answer = ask(policy, {
+      messages: afterResult(w),
+      tools: w.tools,
+      tool_choice: "none",
+      structured_outputs: { choice: [...WEATHERS, ...TIMES] },
+      max_tokens: 8,
+      seed: 300 + i
+    })
+    if (answer.choices[0]?.message.content === w.result) choice++
+    const c = toolTask(rng, "code")
+    const asString = ask(policy, {
+      messages: afterResult(c),
+      tools: c.tools,
+      tool_choice: "none",
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "answer",
+          schema: { type: "object", required: ["answer"], properties: { answer: { type: "string" } } }
+        }
+      },
+      max_tokens: 24,
+      seed: 400 + i
+    })
+    if (parsedAnswer(asString.choices[0]?.message.content) === c.result) string++
+    const s = toolTask(rng, "shop")
+    const asInteger = ask(policy, {
+      messages: afterResult(s),
+      tools: s.tools,
+      tool_choice: "none",
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "answer",
+          schema: { type: "object", required: ["answer"], properties: { answer: { type: "integer" } } }
+        }
+      },
+      max_tokens: 16,
+      seed: 500 + i
+    })
+    if (String(parsedAnswer(asInteger.choices[0]?.message.content)) === s.result) integer++
+  }
+  return { choice: choice / tasks, string: string / tasks, integer: integer / tasks }
+}
+
+const parsedAnswer = (text: string | null | undefined): unknown => {
+  try {
+    return (JSON.parse(text ?? "") as { answer?: unknown }).answer
+  } catch {
+    return undefined
+  }
+}
+
+const callRate = (policy: EnginePolicy) => {
+  const rng = new Rng(11)
+  const tasks = 48
+  let right = 0
+  for (let i = 0; i < tasks; i++) {
+    const task = toolTask(rng, i % 2 === 0 ? "weather" : "shop")
+    const response = ask(policy, {
+      messages: [{ role: "user", content: task.question }],
+      tools: task.tools,
+      tool_choice: "required",
+      parallel_tool_calls: false,
+      max_tokens: 100,
+      seed: 600 + i
+    })
+    const call = response.choices[0]?.message.tool_calls?.[0]
+    if (
+      call?.type === "function" &&
+      call.function.name === task.call.name &&
+      call.function.arguments === task.call.arguments
+    ) {
+      right++
+    }
+  }
+  return right / tasks
+}
+
+const report = (label: string, policy: EnginePolicy) => {
+  const t0 = performance.now()
+  const free = printableShare(policy)
+  const json = jsonStrings(policy)
+  const copy = copyRates(policy)
+  const calls = callRate(policy)
+  console.log(`${label} (${((performance.now() - t0) / 1000).toFixed(0)} s)`)
+  console.log(`  free text, printable ASCII: ${pct(free.share)}${free.sample}`)
+  console.log(
+    `  json_schema: ${pct(json.whole)} whole objects; ${pct(json.words)} of ${json.strings} strings are words or numbers; e.g. ${json.samples.join("  ")}`
+  )
+  console.log(
+    `  tool result copied into the answer: choice of 8 ${pct(copy.choice)} (chance 12.5%), JSON string ${pct(copy.string)}, JSON integer ${pct(copy.integer)}`
+  )
+  console.log(`  required call, right tool and argument: ${pct(calls)} (chance 12.5% for the 2 x 4 enumerated calls)`)
+}
+
+console.log(`load average ${loadavg()[0]!.toFixed(2)}; temperature 1`)
+report(weightsFile === undefined ? PRETRAINED_MODEL : `${PRETRAINED_MODEL} from ${weightsFile}`, base)
+if (args.get("random") !== "0") report(`${LONG_CONTEXT_MODEL} (random init, same shape)`, random)
+
+// 5. RL: a shop agent ----------------------------------------------------------------------------------------
+
+/** A shop: a price and a stock per item, and the question asked about one item. */
+interface Shop {
+  readonly price: Readonly<Record<string, number>>
+  readonly stock: Readonly<Record<string, number>>
+  readonly asks: "price" | "stock"
+  readonly item: (typeof ITEMS)[number]
+}
+
+const shops = (count: number, seed: number): ReadonlyArray<Shop> => {
+  const rng = new Rng(seed)
+  return Array.from({ length: count }, () => ({
+    price: Object.fromEntries(ITEMS.map((item) => [item, 1 + rng.int(99)])),
+    stock: Object.fromEntries(ITEMS.map((item) => [item, rng.int(500)])),
+    asks: rng.int(2) === 0 ? "price" : "stock",
+    item: ITEMS[rng.int(ITEMS.length)]!
+  }))
+}
+
+interface Played {
+  readonly tool: string | undefined
+  readonly item: string | undefined
+  readonly answer: unknown
+}
+
+const Item = Schema.Struct({ item: Schema.Literal(...ITEMS) })
+
+const playShop = (shop: Shop) =>
+  Effect.gen(function* () {
+    const price = Tools.make("price", {
+      description: "Price of an item",
+      parameters: Item,
+      handler: ({ item }) => Effect.succeed(String(shop.price[item]))
+    })
+    const stock = Tools.make("stock", {
+      description: "Units of an item in stock",
+      parameters: Item,
+      handler: ({ item }) => Effect.succeed(String(shop.stock[item]))
+    })
+    const outcome = yield* Tools.run({
+      tools: [price, stock],
+      prompt: shop.asks === "price" ? `How much is the ${shop.item}?` : `How many ${shop.item} are in stock?`,
+      maxTurns: 2,
+      request: (turn) =>
+        turn === 1
+          ? { tool_choice: "required", parallel_tool_calls: false, max_completion_tokens: 100 }
+          : {
+              tool_choice: "none",
+              response_format: {
+                type: "json_schema",
+                json_schema: {
+                  name: "answer",
+                  schema: { type: "object", required: ["answer"], properties: { answer: { type: "integer" } } }
+                }
+              },
+              max_completion_tokens: 16
+            }
+    })
+    const call = outcome.calls[0]
+    const item = call === undefined ? undefined : (JSON.parse(call.arguments) as { item?: string }).item
+    return { tool: call?.name, item, answer: parsedAnswer(outcome.answer) } satisfies Played
+  })
+
+const part = (score: (shop: Shop, played: Played) => boolean): Reward.Reward<Shop, Played> =>
+  Reward.fromFunction(({ scenario, value }) => (score(scenario, value) ? 1 : 0))
+
+const shopReward: Reward.Reward<Shop, Played> = Reward.weighted(
+  { name: "correct", reward: part((s, p) => p.answer === s[s.asks][s.item]), weight: 0.5 },
+  { name: "right_tool", reward: part((s, p) => p.tool === s.asks), weight: 0.25 },
+  { name: "right_item", reward: part((s, p) => p.item === s.item), weight: 0.25 }
+)
+
+const trainShop = (baseModel: string, steps: number) =>
+  Effect.gen(function* () {
+    const policy = yield* Policy.trainable({ project: "bench", name: `shop-${Date.now()}`, base_model: baseModel })
+    const t0 = performance.now()
+    const summary = yield* TrainingLoop.run({
+      policy,
+      scenarios: shops(120, 1),
+      rollout: playShop,
+      reward: shopReward,
+      groupsPerStep: 6,
+      rolloutsPerGroup: 8,
+      steps
+    })
+    const seconds = (performance.now() - t0) / 1000
+    const metric = (m: Record<string, number>, name: string) =>
+      (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
+    console.log(`RL from ${baseModel}: ${steps} steps of 6 x 8 rollouts in ${seconds.toFixed(0)} s`)
+    console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
+    console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
+    console.log(`  tool:    ${summary.steps.map((s) => metric(s.train, "right_tool")).join(" ")}`)
+    const first = summary.steps.findIndex((s) => Number(metric(s.train, "correct")) >= 0.8)
+    console.log(`  first step with correct >= 0.8: ${first === -1 ? "none" : first + 1}`)
+  })
+
+if (args.get("rl") !== "0") {
+  const steps = Number(args.get("rl-steps") ?? 20)
+  await Effect.runPromise(
+    trainShop(args.get("rl-base") ?? PRETRAINED_MODEL, steps).pipe(Effect.provide(Backend.local()))
+  )
+}
