@@ -25,13 +25,17 @@ import { IM_END, IM_START } from "../../src/local/engine/Tokenizer.js"
 
 /** A conversation: its messages, and the tools offered in it. */
 export interface Conversation {
+  /** The messages, in order. */
   readonly messages: ReadonlyArray<Message>
+  /** The tools offered (rendered in the leading block). */
   readonly tools?: ReadonlyArray<Tool> | undefined
 }
 
 /** A rendered conversation: its token ids, and 1 where a token belongs to an assistant turn. */
 export interface RenderedConversation {
+  /** The token ids. */
   readonly ids: ReadonlyArray<number>
+  /** 1 where the token belongs to an assistant turn, else 0. */
   readonly assistant: Uint8Array
 }
 

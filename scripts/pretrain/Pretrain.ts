@@ -1,6 +1,6 @@
 /**
  * Pretraining of the embedded engine's base model on its own corpus (`Corpus.ts`): next-token prediction over
- * packed conversations, with the engine's policy, its batched forward and backward passes and its AdamW step.
+ * conversations, with the engine's policy, its batched forward and backward passes and its AdamW step.
  *
  * Deterministic: one thread, a fixed order of operations, the corpus and the initial weights drawn from the
  * seed. The same options give the same weights bit for bit, so the shipped file is reproducible, and a test can
@@ -15,8 +15,11 @@
  * fifteen steps in sixteen, a batch of whole conversations, each its own sequence from position 0 (as an agent's
  * prompt is, and attention costs only the conversation's own length); the sixteenth, one sequence of 2,048
  * tokens packed with conversations one after another, so that every learned position up to the context length
- * is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results)
- * 0.25: the model learns to read them, and mostly to answer.
+ * is trained. Assistant tokens weigh 1 in the loss, the rest (tools, questions, results) 0.25: the model learns
+ * to read them, and mostly to answer.
+ *
+ * The shipped run (`SHIPPED_RUN`): 1,500 steps, 1.28M tokens, 28 minutes on one core of a loaded 2-core machine
+ * (770 tokens/s; 1,000-1,400 when the machine was otherwise quiet).
  */
 import { createHash } from "node:crypto"
 import { adamStep, makeAdamState } from "../../src/local/engine/Optimizer.js"
@@ -63,13 +66,17 @@ export const PREFIX_STEPS = 2
 
 /** What one step did. */
 export interface StepReport {
+  /** The step, from 1. */
   readonly step: number
   /** The mean negative log-likelihood (nats per token) of the step's assistant tokens. */
   readonly assistantLoss: number
   /** The mean negative log-likelihood of the step's other tokens. */
   readonly contextLoss: number
+  /** The tokens of the step's sequences. */
   readonly tokens: number
+  /** The step's learning rate. */
   readonly learningRate: number
+  /** The gradient's global norm before clipping. */
   readonly gradNorm: number
 }
 
