@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -39,49 +40,53 @@ export const stream = (
   request: ChatCompletionRequest,
   headers?: Readonly<Record<string, string>>
 ): Stream.Stream<ChatCompletionChunk, ApiError> =>
-  Stream.unwrap(
-    Effect.gen(function* () {
-      const call = yield* completions.prepare({ payload: { ...request, stream: true }, headers, retry: true })
-      const response = yield* send(
-        transport,
-        { ...call, headers: { ...call.headers, accept: "text/event-stream" } },
-        (r) => Effect.succeed(r)
-      )
-      const requestId = requestIdOf(response.headers)
-      const contentType = response.headers["content-type"] ?? ""
-      if (!contentType.includes("text/event-stream")) {
-        // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.
-        const text = yield* readText(call, response)
-        return yield* Effect.fail(
-          decodeError(call, response.status, requestId, text, `expected text/event-stream, got '${contentType}'`)
+  // `Channel.unwrap` rather than `Stream.unwrap`: the stream is decided once, not flattened chunk by chunk.
+  Stream.fromChannel(
+    Channel.unwrap(
+      Effect.gen(function* () {
+        const call = yield* completions.prepare({ payload: { ...request, stream: true }, headers, retry: true })
+        const response = yield* send(
+          transport,
+          { ...call, headers: { ...call.headers, accept: "text/event-stream" } },
+          (r) => Effect.succeed(r)
         )
-      }
-      const status = response.status
-      // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by
-      // the fast decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
-      return Sse.decodeEvents(
-        Stream.mapError(response.stream, bodyBroke(call, response, "stream")),
-        (event): Sse.Decoded<ChatCompletionChunk, ApiError> => {
-          if (event.data === "[DONE]") return Sse.End
-          let json: unknown
-          try {
-            json = JSON.parse(event.data)
-          } catch (e) {
-            return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
-          }
-          const error = (json as { readonly error?: unknown } | null)?.error
-          if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
-            return Either.left(midStreamError(call, status, requestId, error ?? json))
-          }
-          const fast = decodeChunkFast(json)
-          if (fast !== undefined) return Either.right(fast)
-          return Either.mapLeft(decodeChunk(json), (e) =>
-            decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
+        const requestId = requestIdOf(response.headers)
+        const contentType = response.headers["content-type"] ?? ""
+        if (!contentType.includes("text/event-stream")) {
+          // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.
+          const text = yield* readText(call, response)
+          return yield* Effect.fail(
+            decodeError(call, response.status, requestId, text, `expected text/event-stream, got '${contentType}'`)
           )
-        },
-        DRAIN_AFTER_DONE
-      )
-    })
+        }
+        const status = response.status
+        // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by
+        // the fast decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
+        const events = Sse.decodeEvents(
+          response.stream,
+          (event): Sse.Decoded<ChatCompletionChunk, ApiError> => {
+            if (event.data === "[DONE]") return Sse.End
+            let json: unknown
+            try {
+              json = JSON.parse(event.data)
+            } catch (e) {
+              return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
+            }
+            const error = (json as { readonly error?: unknown } | null)?.error
+            if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
+              return Either.left(midStreamError(call, status, requestId, error ?? json))
+            }
+            const fast = decodeChunkFast(json)
+            if (fast !== undefined) return Either.right(fast)
+            return Either.mapLeft(decodeChunk(json), (e) =>
+              decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
+            )
+          },
+          { drainAfterEnd: DRAIN_AFTER_DONE, onBodyError: bodyBroke(call, response, "stream") }
+        )
+        return Stream.toChannel(events)
+      })
+    )
   )
 
 /** The typed error of an `{"error": {...}}` event sent after the stream began (the status is already 200). */

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -144,69 +145,74 @@ export const End: unique symbol = Symbol.for("effect-rl/client/Sse/End")
 /**
  * Bytes of an event stream to decoded values in ONE stage: each read is decoded as UTF-8 text, split into
  * events and each event decoded by `decode`, and the values of a read are emitted as one chunk. A failure is
- * emitted after the values before it and ends the stream. An event left unterminated at the end of input is
- * still decoded. The same as `Stream.decodeText`, {@link events} and a `Stream.mapEffect` of `decode`, without a
- * stage per event.
+ * emitted after the values before it and ends the stream; a failure of the body is mapped by `onBodyError`. An
+ * event left unterminated at the end of input is still decoded. The same as `Stream.mapError`,
+ * `Stream.decodeText`, {@link events} and a `Stream.mapEffect` of `decode`, without a stage per event.
  *
  * `End` ends the stream after the values before it; the rest of the body is then read and dropped for at most
  * `drainAfterEnd` (nothing after `End` is decoded, and a failure of that rest is not the caller's): a server
  * ends its body right after its last event, and a body read to its end lets the HTTP client keep the
  * connection, where closing the stream first would abort the request and the connection with it. A server that
- * holds the body open past that time has it aborted.
+ * holds the body open past that time has it aborted. (The body is read through `Stream.toPull`, so that this
+ * one bounded wait is an `Effect.timeout`: a channel would need a merge with a timer, which costs more per
+ * request than the pull costs per read.)
  */
-export const decodeEvents = <A, E, E1, R>(
+export const decodeEvents = <A, E, E1, E2, R>(
   bytes: Stream.Stream<Uint8Array, E1, R>,
   decode: (event: SseEvent) => Decoded<A, E>,
-  drainAfterEnd: Duration.DurationInput
-): Stream.Stream<A, E | E1, R> =>
-  Stream.unwrapScoped(
-    Effect.map(Stream.toPull(bytes), (pull) => {
-      const decoder = new TextDecoder()
-      const scanner = makeScanner()
-      const pending: Array<SseEvent> = []
-      const finished = Effect.fail(Option.none())
-      const drained = Effect.zipRight(Effect.ignore(Effect.timeout(Effect.forever(pull), drainAfterEnd)), finished)
-      // How the stream stops, once the values read before it are emitted.
-      let stop: Effect.Effect<never, Option.Option<E | E1>, R> | undefined
-      /** Decodes the pending events into `out`, noting a stop. */
-      const drain = (out: Array<A>) => {
-        for (let i = 0; i < pending.length && stop === undefined; i++) {
-          const decoded = decode(pending[i]!)
-          if (decoded === End) stop = drained
-          else if (Either.isLeft(decoded)) stop = Effect.fail(Option.some(decoded.left))
-          else out.push(decoded.right)
+  options: { readonly drainAfterEnd: Duration.DurationInput; readonly onBodyError: (error: E1) => E2 }
+): Stream.Stream<A, E | E2, R> =>
+  Stream.fromChannel(
+    Channel.unwrapScoped(
+      Effect.map(Stream.toPull(bytes), (pull) => {
+        const decoder = new TextDecoder()
+        const scanner = makeScanner()
+        const pending: Array<SseEvent> = []
+        type Next = Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E2>, R>
+        const finished: Next = Effect.fail(Option.none())
+        const drained: Next = Effect.zipRight(
+          Effect.ignore(Effect.timeout(Effect.forever(pull), options.drainAfterEnd)),
+          finished
+        )
+        // How the stream stops, once the values read before it are emitted.
+        let stop: Next | undefined
+        /** Decodes the pending events into `out`, noting a stop. */
+        const drain = (out: Array<A>) => {
+          for (let i = 0; i < pending.length && stop === undefined; i++) {
+            const decoded = decode(pending[i]!)
+            if (decoded === End) stop = drained
+            else if (Either.isLeft(decoded)) stop = Effect.fail(Option.some(decoded.left))
+            else out.push(decoded.right)
+          }
+          pending.length = 0
         }
-        pending.length = 0
-      }
-      const emitOr = (
-        out: Array<A>,
-        otherwise: () => Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R>
-      ): Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R> =>
-        out.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(out)) : otherwise()
-      const next: Effect.Effect<Chunk.Chunk<A>, Option.Option<E | E1>, R> = Effect.suspend(() =>
-        stop !== undefined
-          ? stop
-          : Effect.matchEffect(pull, {
-              onFailure: (error) => {
-                if (Option.isSome(error)) return Effect.fail(error)
-                // The end of input: an event left unterminated is still decoded.
-                scanner.end(pending)
-                const out: Array<A> = []
-                drain(out)
-                if (stop === undefined) stop = finished
-                return emitOr(out, () => stop!)
-              },
-              onSuccess: (input) => {
-                const out: Array<A> = []
-                for (const piece of input) {
-                  scanner.feed(decoder.decode(piece, { stream: true }), pending)
+        const emitOr = (out: Array<A>, otherwise: () => Next): Next =>
+          out.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(out)) : otherwise()
+        const next: Next = Effect.suspend(() =>
+          stop !== undefined
+            ? stop
+            : Effect.matchEffect(pull, {
+                onFailure: (error): Next => {
+                  if (Option.isSome(error)) return Effect.fail(Option.some(options.onBodyError(error.value)))
+                  // The end of input: an event left unterminated is still decoded.
+                  scanner.end(pending)
+                  const out: Array<A> = []
                   drain(out)
-                  if (stop !== undefined) break
+                  if (stop === undefined || stop === drained) stop = finished
+                  return emitOr(out, () => stop!)
+                },
+                onSuccess: (input) => {
+                  const out: Array<A> = []
+                  for (const piece of input) {
+                    scanner.feed(decoder.decode(piece, { stream: true }), pending)
+                    drain(out)
+                    if (stop !== undefined) break
+                  }
+                  return emitOr(out, () => next)
                 }
-                return emitOr(out, () => next)
-              }
-            })
-      )
-      return Stream.repeatEffectChunkOption(next)
-    })
+              })
+        )
+        return Stream.toChannel(Stream.repeatEffectChunkOption(next))
+      })
+    )
   )
