@@ -13,10 +13,11 @@
  *
  * What to expect on the embedded backend (a 2-core machine, measured): 8 steps of 64 rollouts in about a
  * minute. It trains the pretrained base model `effect-rl/base-2k` (it writes the call format and ASCII from the
- * start), which learns this task faster than the random-init `effect-rl/tiny-2k` of the same shape: in one run
- * each, side by side, the mean reward went 0.06, 0.48, 0.98, 0.98, 0.97, 0.94, 1.00, 1.00 from base-2k (its
- * first calls are confidently wrong; RL corrects them in two steps) and 0.29, 0.43, 0.61, 0.72, 0.84, 0.88,
- * 0.99, 0.97 from tiny-2k (`--base-model effect-rl/tiny-2k`).
+ * start), which learns this task faster than the random-init `effect-rl/tiny-2k` of the same shape: in two runs
+ * each, side by side, the mean reward went 0.06, 0.48, 0.98, 0.98, 0.97, 0.94, 1.00, 1.00 and 0.07, 0.77, 0.99,
+ * 1.00, 0.97, 0.94, 1.00, 0.99 from base-2k (its first calls are confidently wrong; RL corrects them in two
+ * steps), and 0.29, 0.43, 0.61, 0.72, 0.84, 0.88, 0.99, 0.97 and 0.28, 0.49, 0.67, 0.68, 0.72, 0.81, 0.93, 0.98
+ * from tiny-2k (`--base-model effect-rl/tiny-2k`).
  *
  * Run: `effect-rl train tools [--steps n]`, or `npx tsx examples/tools.ts [--steps n]`.
  */
