@@ -176,9 +176,11 @@ describe("effect-rl --help", () => {
   const inTerminal = (columns: number, env: Record<string, string>) =>
     new Promise<Outcome>((resolve) => {
       const command = `stty cols ${columns}; exec "${process.execPath}" --import tsx src/cli/main.ts serve --help`
+      // A person's terminal: TERM says it has colours, and no CI variable (with CI set, Node's hasColors() says 2).
+      const { CI: _ci, ...person } = baseEnv()
       const child = spawn("script", ["-qec", command, "/dev/null"], {
         cwd: root,
-        env: { ...baseEnv(), ...env },
+        env: { ...person, TERM: "xterm-256color", ...env },
         stdio: ["ignore", "pipe", "pipe"]
       })
       let stdout = ""
