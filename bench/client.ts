@@ -2,7 +2,7 @@
  * The inference client side by side with the `openai` package: client CPU per chat completion and request rate,
  * streamed and whole, one request at a time and 64 in flight, against the same trivial server.
  *
- *   npx tsx bench/client.ts [--requests=2000] [--rounds=5] [--warmup=1] [--events=22] [--paced=1]
+ *   npx tsx bench/client.ts [--requests=2000] [--rounds=5] [--warmup=1] [--events=22] [--paced=1] [--tsx]
  *                           [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
  *
  * The server is this file run with `--serve` in a SEPARATE process (so that its CPU is not the client's): plain
@@ -11,7 +11,10 @@
  * `data: [DONE]`), each event its own write, a turn of the event loop between writes (`--paced=1`) as a model
  * server sends tokens, or all in one turn (`--paced=0`).
  *
- * The clients, in this process:
+ * The clients run in plain `node` (this file bundled with the library by esbuild, see `bundleAndRun`), as a
+ * compiled application would; `--tsx` runs them under tsx in this process instead.
+ *
+ * The clients:
  *   openai     `new OpenAI({ baseURL, maxRetries: 0 })`, `chat.completions.create(...)`, a stream read with
  *              `for await` (the SDK's fetch and its own SSE decoder)
  *   effect-rl  `InferenceClient.layer(...)` over `NodeHttpClient.layerUndici` in a `ManagedRuntime`, each request
@@ -24,11 +27,14 @@
  * effect-rl / openai are taken within a round and their median (and range) over `--rounds` rounds is printed.
  *
  * `--only=<client>-<mode>` (e.g. `effect-stream`) with `--cpu-prof-loops=<n>` runs just that path n times at
- * concurrency 1 and 64 (or `--concurrency`), for `node --cpu-prof --import tsx bench/client.ts ...`.
+ * concurrency 1 and 64 (or `--concurrency`), for `node --cpu-prof --import tsx bench/client.ts ...` (the
+ * `--cpu-prof` flags are passed on to the bundled run, whose profile names the library's functions).
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdirSync } from "node:fs"
 import { createServer } from "node:http"
 import { loadavg } from "node:os"
+import { join } from "node:path"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
@@ -351,9 +357,40 @@ const main = async () => {
   }
 }
 
+/**
+ * The bench itself runs as plain JavaScript: this file (with the library's sources) bundled by esbuild and run by
+ * `node` without tsx, as a user's compiled application runs. Under tsx, source maps are on for the whole
+ * process, and Node formats the stack of every error a stream is destroyed with (`streams/destroy` reads
+ * `err.stack`; the platform aborts each finished request), through the source maps: a cost no user pays, and
+ * that fell on effect-rl's side only. `--tsx` runs in this process instead, to see that cost.
+ */
+const bundleAndRun = async () => {
+  const { build } = await import("esbuild")
+  const root = new URL("../", import.meta.url).pathname
+  // Inside the repository, so that the bundle's bare imports (effect, openai, ...) resolve to node_modules.
+  const dir = join(root, "node_modules", ".cache", "effect-rl-bench")
+  mkdirSync(dir, { recursive: true })
+  const outfile = join(dir, "client.mjs")
+  await build({
+    entryPoints: [new URL(import.meta.url).pathname],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    outfile,
+    logLevel: "warning"
+  })
+  const profile = process.execArgv.filter((a) => a.startsWith("--cpu-prof"))
+  const child = spawn(process.execPath, [...profile, outfile, "--run", ...process.argv.slice(2)], { stdio: "inherit" })
+  const code = await new Promise<number>((resolve) => child.once("exit", (c) => resolve(c ?? 1)))
+  process.exit(code)
+}
+
 if (process.argv.includes("--serve")) serve()
-else
+else if (process.argv.includes("--run") || process.argv.includes("--tsx"))
   main().catch((error) => {
     console.error(error instanceof Error ? (error.stack ?? error.message) : error)
     process.exit(1)
   })
+else void bundleAndRun()
