@@ -177,7 +177,8 @@ describe("effect-rl --help", () => {
     new Promise<Outcome>((resolve) => {
       const command = `stty cols ${columns}; exec "${process.execPath}" --import tsx src/cli/main.ts serve --help`
       // A person's terminal: TERM says it has colours, and no CI variable (with CI set, Node's hasColors() says 2).
-      const { CI: _ci, ...person } = baseEnv()
+      const person: Record<string, string | undefined> = { ...baseEnv() }
+      delete person.CI
       const child = spawn("script", ["-qec", command, "/dev/null"], {
         cwd: root,
         env: { ...person, TERM: "xterm-256color", ...env },
