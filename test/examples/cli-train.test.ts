@@ -56,7 +56,7 @@ describe("effect-rl train", () => {
   }, 60_000)
 
   it("stops promptly and cleanly on SIGINT in the middle of the loop", async () => {
-    // The example with the cheapest steps (every example runs for two steps in examples.test.ts): the loop is
+    // The example with the cheapest steps (every example runs for two steps in examples.slow.test.ts): the loop is
     // what is interrupted here, not any one example.
     const run = cli(["train", "arithmetic", "--steps", "100"])
     // The loop is running once the first training step is reported.
