@@ -30,8 +30,9 @@ const mountTmpfs = (size: string): string | undefined => {
   }
 }
 
+/** Unmounts (lazily: a file a closing connection or a worker still holds does not keep it) and removes it. */
 const unmount = (dir: string) => {
-  spawnSync("umount", [dir])
+  spawnSync("umount", ["-l", dir])
   rmSync(dir, { recursive: true, force: true })
 }
 
