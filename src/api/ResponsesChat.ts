@@ -18,6 +18,7 @@
  */
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -62,7 +63,7 @@ const invalid = (param: string | null, description: string) =>
 export type ChatRequest = Omit<ChatCompletionRequest, "model" | "stream" | "stream_options">
 
 /** An item of a conversation: a request's input item, or a stored response's input or output item. */
-type AnyItem = { readonly type?: string | undefined } & Record<string, unknown>
+export type AnyItem = { readonly type?: string | undefined } & Record<string, unknown>
 
 /** What {@link chatRequestOf} needs beside the request. */
 export interface Context {
@@ -591,6 +592,33 @@ export const storedInputItemsOf = (
     }
   }
   return out
+}
+
+/** A stored response (the backend's store, a rollout's): the response, its input items, what it continued. */
+export interface StoredResponse {
+  /** The response as it was answered. */
+  readonly response: Response
+  /** Its input items, each with an id. */
+  readonly inputItems: ReadonlyArray<StoredInputItem>
+  /** The response it continued, if any. */
+  readonly previousResponseId: string | null
+}
+
+/** A stored response's items: its input items, then its output items. */
+export const itemsOf = (stored: StoredResponse): ReadonlyArray<AnyItem> =>
+  [...stored.inputItems, ...stored.response.output] as ReadonlyArray<AnyItem>
+
+/**
+ * The items a request continuing a chain of responses starts from (`Context.history`): `chain` newest first
+ * (as a `previous_response_id` walk finds it), the items oldest first.
+ */
+export const historyItemsOf = (chain: ReadonlyArray<StoredResponse>): Array<AnyItem> =>
+  [...chain].reverse().flatMap(itemsOf)
+
+/** The first field a schema's failure names, as a dotted path (`input.0.content`), or null for the whole. */
+export const firstField = (error: ParseResult.ParseError): string | null => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  return issue === undefined || issue.path.length === 0 ? null : issue.path.join(".")
 }
 
 /** The query of a stored response's input items page, as the URL gives it. */

@@ -11,17 +11,11 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { Response, StoredInputItem } from "../../api/Responses.js"
+import type { StoredResponse } from "../../api/ResponsesChat.js"
 import { json, orDieSql, parseJson } from "./internal/sql.js"
 
-/** A stored response. */
-export interface StoredResponse {
-  /** The response as it was answered. */
-  readonly response: Response
-  /** Its input items, each with an id. */
-  readonly inputItems: ReadonlyArray<StoredInputItem>
-  /** The response it continued, if any. */
-  readonly previousResponseId: string | null
-}
+/** A stored response (the type is the contract's, shared with a rollout's). */
+export type { StoredResponse }
 
 /** The stored responses repository. */
 export interface Service {

@@ -14,7 +14,7 @@ import * as Schema from "effect/Schema"
 import type { ChatCompletion, Choice } from "../../api/ChatCompletion.js"
 import type { Message, Tool } from "../../api/ChatMessage.js"
 import { contentText } from "../../api/ChatMessage.js"
-import type { Response, StoredInputItem } from "../../api/Responses.js"
+import type { StoredResponse } from "../../api/ResponsesChat.js"
 import type { MessageOrChoice, Metadata } from "../../api/Trajectory.js"
 import { entryIssue, FinishReason, isChoice, TRAJECTORY_ROLES } from "../../api/Trajectory.js"
 
@@ -108,13 +108,6 @@ export const entryKey = (entry: MessageOrChoice): string =>
 export interface Checked {
   readonly messages: ReadonlyArray<Message>
   readonly keys: ReadonlyArray<string>
-}
-
-/** A response of the Responses API kept by a rollout (see `rolloutResponses.ts`). */
-export interface StoredResponse {
-  readonly response: Response
-  readonly inputItems: ReadonlyArray<StoredInputItem>
-  readonly previousResponseId: string | null
 }
 
 /** A running rollout's record. */

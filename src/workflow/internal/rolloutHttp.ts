@@ -23,6 +23,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { type ChatCompletion, type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { firstField } from "../../api/ResponsesChat.js"
 import { ApiError } from "../../client/ApiError.js"
 import type { Request as PolicyRequest } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
@@ -102,15 +103,8 @@ export const failureResponse = (
 }
 
 /** A schema's decoding failure as a 400 naming the first field at fault. */
-export const invalidRequest = (error: ParseResult.ParseError): Response => {
-  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-  return errorResponse(
-    400,
-    ParseResult.TreeFormatter.formatErrorSync(error),
-    "invalid_request_error",
-    issue === undefined || issue.path.length === 0 ? null : issue.path.join(".")
-  )
-}
+export const invalidRequest = (error: ParseResult.ParseError): Response =>
+  errorResponse(400, ParseResult.TreeFormatter.formatErrorSync(error), "invalid_request_error", firstField(error))
 
 /** The chunks of a whole completion, as an engine would stream it (role, content, each call, the finish). */
 export const chunksOf = (completion: ChatCompletion, includeUsage: boolean): ReadonlyArray<ChatCompletionChunk> => {

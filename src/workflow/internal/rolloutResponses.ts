@@ -10,29 +10,32 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { ResponseCreateRequest } from "../../api/Responses.js"
 import {
+  type AnyItem,
   chatRequestOf,
+  firstField,
+  historyItemsOf,
   inputItemsPage,
+  itemsOf,
   newResponseId,
   ResponseEvents,
   type ResponsesRequestError,
   responseOf,
   responsesMessageOf,
   responsesParamOf,
+  type StoredResponse,
   sseOf,
   storedInputItemsOf
 } from "../../api/ResponsesChat.js"
 import * as Rollout from "../Rollout.js"
-import type { StoredResponse } from "./recorder.js"
 import { chunksOf, errorResponse, failureResponse, invalidRequest, json, type RouteContext } from "./rolloutHttp.js"
 
 const decodeRequest = Schema.decodeUnknownEither(ResponseCreateRequest)
 const decodeChat = Schema.decodeUnknownEither(ChatCompletionRequest)
-
-type Item = { readonly type?: string | undefined } & Record<string, unknown>
 
 const refused = (error: ResponsesRequestError) =>
   errorResponse(400, error.message, "invalid_request_error", error.param)
@@ -43,7 +46,7 @@ const notFound = (id: string) => errorResponse(404, `Response with id '${id}' no
 const historyOf = (
   stored: ReadonlyMap<string, StoredResponse>,
   previousId: string | null | undefined
-): Either.Either<Array<Item>, Response> => {
+): Either.Either<Array<AnyItem>, Response> => {
   const chain: Array<StoredResponse> = []
   for (let id = previousId; id != null; ) {
     const found = stored.get(id)
@@ -60,17 +63,13 @@ const historyOf = (
     chain.push(found)
     id = found.previousResponseId
   }
-  return Either.right(
-    chain
-      .reverse()
-      .flatMap((one) => [...(one.inputItems as ReadonlyArray<Item>), ...(one.response.output as ReadonlyArray<Item>)])
-  )
+  return Either.right(historyItemsOf(chain))
 }
 
 /** A stored item by id, among every response the rollout kept. */
 const resolverOf = (stored: ReadonlyMap<string, StoredResponse>) => (id: string) => {
   for (const one of stored.values()) {
-    for (const item of [...one.inputItems, ...one.response.output] as ReadonlyArray<Item>) {
+    for (const item of itemsOf(one)) {
       if (item.id === id) return item
     }
   }
@@ -95,9 +94,12 @@ const create = async (context: RouteContext, body: unknown, signal: AbortSignal 
   // The chat request's own checks, in the Responses request's words; the rollout's defaults under it.
   const checked = decodeChat({ ...context.options.request, ...translated.right })
   if (Either.isLeft(checked)) {
-    const invalid = invalidRequest(checked.left)
-    const error = ((await invalid.json()) as { error: { message: string; param: string | null } }).error
-    return errorResponse(400, responsesMessageOf(error.message), "invalid_request_error", responsesParamOf(error.param))
+    return errorResponse(
+      400,
+      responsesMessageOf(ParseResult.TreeFormatter.formatErrorSync(checked.left)),
+      "invalid_request_error",
+      responsesParamOf(firstField(checked.left))
+    )
   }
   const { model: _model, stream: _stream, stream_options: _options, ...chat } = checked.right
   const exit = await context.run(Effect.zip(Rollout.chat(chat), Clock.currentTimeMillis), signal)

@@ -22,8 +22,12 @@ import * as Stream from "effect/Stream"
 import { ChatCompletionRequest } from "../../../api/ChatCompletion.js"
 import { type Response, ResponseCreateRequest } from "../../../api/Responses.js"
 import {
+  type AnyItem,
   chatRequestOf,
+  firstField,
+  historyItemsOf,
   inputItemsPage,
+  itemsOf,
   newResponseId,
   ResponseEvents,
   type ResponseMeta,
@@ -54,8 +58,6 @@ const invalidRequest = (message: string, param: string | null = null) =>
 
 const notFound = (id: string) => openAi(404, "invalid_request_error", `Response with id '${id}' not found.`)
 
-type Item = { readonly type?: string | undefined } & Record<string, unknown>
-
 /** The items of the responses a request continues, oldest first: each one's input items, then its output. */
 const historyOf = (store: StoredResponses["Type"], previousId: string | null | undefined) =>
   Effect.gen(function* () {
@@ -76,30 +78,26 @@ const historyOf = (store: StoredResponses["Type"], previousId: string | null | u
       chain.push(stored.value)
       id = stored.value.previousResponseId
     }
-    const items: Array<Item> = []
-    for (const stored of chain.reverse()) {
-      items.push(...(stored.inputItems as ReadonlyArray<Item>), ...(stored.response.output as ReadonlyArray<Item>))
-    }
-    return Either.right(items)
+    return Either.right(historyItemsOf(chain))
   })
 
 /** The stored items the request's `item_reference`s name, by id (those found). */
 const referencedItems = (
   store: StoredResponses["Type"],
   request: ResponseCreateRequest,
-  history: ReadonlyArray<Item>
+  history: ReadonlyArray<AnyItem>
 ) =>
   Effect.gen(function* () {
-    const found = new Map<string, Item>()
+    const found = new Map<string, AnyItem>()
     for (const item of history) if (typeof item.id === "string") found.set(item.id, item)
     if (typeof request.input === "string" || request.input === undefined) return found
-    for (const item of request.input as ReadonlyArray<Item>) {
+    for (const item of request.input as ReadonlyArray<AnyItem>) {
       if (item.type !== "item_reference" || typeof item.id !== "string" || found.has(item.id)) continue
       const responseId = responseIdOfItem(item.id)
       if (responseId === undefined) continue
       const stored = yield* store.get(responseId)
       if (Option.isNone(stored)) continue
-      for (const other of [...stored.value.inputItems, ...stored.value.response.output] as ReadonlyArray<Item>) {
+      for (const other of itemsOf(stored.value)) {
         if (typeof other.id === "string") found.set(other.id, other)
       }
     }
@@ -121,11 +119,7 @@ export const createResponse = (cache: PolicyCache, budget: SamplingBudget) => ()
     if (Either.isLeft(body)) return invalidRequest("the request body is not JSON")
     const decoded = decodeRequest(body.right)
     if (Either.isLeft(decoded)) {
-      const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
-      return invalidRequest(
-        ParseResult.TreeFormatter.formatErrorSync(decoded.left),
-        issue === undefined || issue.path.length === 0 ? null : issue.path.join(".")
-      )
+      return invalidRequest(ParseResult.TreeFormatter.formatErrorSync(decoded.left), firstField(decoded.left))
     }
     const request = decoded.right
     const store = yield* StoredResponses
@@ -147,7 +141,7 @@ export const createResponse = (cache: PolicyCache, budget: SamplingBudget) => ()
       const issue = ParseResult.ArrayFormatter.formatErrorSync(checked.left)[0]
       return invalidRequest(
         responsesMessageOf(issue?.message ?? ParseResult.TreeFormatter.formatErrorSync(checked.left)),
-        responsesParamOf(issue === undefined || issue.path.length === 0 ? null : issue.path.join("."))
+        responsesParamOf(firstField(checked.left))
       )
     }
     const admitted = yield* admit(cache, budget, checked.right, (error) =>
