@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as Channel from "effect/Channel"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -17,6 +18,7 @@ import { ApiError, reasonOfStatus } from "../ApiError.js"
 import { endpointCall } from "./endpoint.js"
 import { bodyBroke, decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
 import * as Sse from "./sse.js"
+import * as SseBody from "./sseBody.js"
 
 const completions = endpointCall(createChatCompletion)
 const decodeChunk = Schema.decodeUnknownEither(ChatCompletionChunk, { errors: "all" })
@@ -62,28 +64,39 @@ export const stream = (
         const status = response.status
         // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by
         // the fast decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
-        const events = Sse.decodeEvents(
-          response.stream,
-          (event): Sse.Decoded<ChatCompletionChunk, ApiError> => {
-            if (event.data === "[DONE]") return Sse.End
-            let json: unknown
-            try {
-              json = JSON.parse(event.data)
-            } catch (e) {
-              return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
-            }
-            const error = (json as { readonly error?: unknown } | null)?.error
-            if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
-              return Either.left(midStreamError(call, status, requestId, error ?? json))
-            }
-            const fast = decodeChunkFast(json)
-            if (fast !== undefined) return Either.right(fast)
-            return Either.mapLeft(decodeChunk(json), (e) =>
-              decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
-            )
-          },
-          { drainAfterEnd: DRAIN_AFTER_DONE, onBodyError: bodyBroke(call, response, "stream") }
-        )
+        const decode = (event: Sse.SseEvent): Sse.Decoded<ChatCompletionChunk, ApiError> => {
+          if (event.data === "[DONE]") return Sse.End
+          let json: unknown
+          try {
+            json = JSON.parse(event.data)
+          } catch (e) {
+            return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
+          }
+          const error = (json as { readonly error?: unknown } | null)?.error
+          if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
+            return Either.left(midStreamError(call, status, requestId, error ?? json))
+          }
+          const fast = decodeChunkFast(json)
+          if (fast !== undefined) return Either.right(fast)
+          return Either.mapLeft(decodeChunk(json), (e) =>
+            decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
+          )
+        }
+        const broke = bodyBroke(call, response, "stream")
+        // The Node body read directly when the platform's Node client gave it (see `SseBody`), else the
+        // platform's byte stream.
+        const body = SseBody.nodeBodyOf(response)
+        const events =
+          body !== undefined
+            ? SseBody.decodeBody(body, decode, {
+                drainAfterEnd: DRAIN_AFTER_DONE,
+                // The error the platform's `response.stream` fails with, for the same description.
+                onBodyError: (cause) =>
+                  broke(
+                    new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause })
+                  )
+              })
+            : Sse.decodeEvents(response.stream, decode, { drainAfterEnd: DRAIN_AFTER_DONE, onBodyError: broke })
         return Stream.toChannel(events)
       })
     )

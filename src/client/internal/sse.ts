@@ -30,12 +30,13 @@ export interface SseParser {
 }
 
 /** The parser's state machine: whole events are pushed onto the array given. */
-interface Scanner {
+export interface Scanner {
   readonly feed: (text: string, out: Array<SseEvent>) => void
   readonly end: (out: Array<SseEvent>) => void
 }
 
-const makeScanner = (): Scanner => {
+/** Make the parser's state machine, with empty state. */
+export const makeScanner = (): Scanner => {
   // What follows the last line end: never holds a CR or an LF.
   let buffer = ""
   // A CR ended the previous chunk: an LF starting the next one belongs to it.

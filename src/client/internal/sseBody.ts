@@ -1,0 +1,206 @@
+/**
+ * Server-sent events read straight from the Node body of a response of the platform's Node clients (undici's
+ * and node:http's), without a `Stream` of bytes in between: the body's text is read with `read()` as it comes,
+ * split into events by the SSE scanner and each event decoded at once, and the values reach the caller's
+ * `Stream` as one chunk per read. What the platform's `response.stream` costs per read (its channel, a latch, a
+ * pull through a second channel executor) is spent once per request here. {@link decodeBody} means what
+ * `Sse.decodeEvents` means, for a body {@link nodeBodyOf} finds; for any other response the caller uses that.
+ *
+ * @internal
+ */
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Channel from "effect/Channel"
+import * as Chunk from "effect/Chunk"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import { type Decoded, End, makeScanner, type SseEvent } from "./sse.js"
+
+/** The part of a Node `Readable` read here. */
+interface NodeBody {
+  read(): string | Uint8Array | null
+  on(event: string, listener: (error?: unknown) => void): unknown
+  off(event: string, listener: (error?: unknown) => void): unknown
+  destroy(): unknown
+  readonly readableEnded: boolean
+  readonly readableFlowing: boolean | null
+  readonly destroyed: boolean
+}
+
+/** A body to read, and how to abort its request. */
+export interface BodySource {
+  readonly body: NodeBody
+  /** Aborts the request (the platform's abort controller, else the body destroyed). */
+  readonly abort: () => void
+}
+
+const isNodeBody = (u: unknown): u is NodeBody => {
+  if (typeof u !== "object" || u === null) return false
+  const r = u as Record<string, unknown>
+  return (
+    typeof r.read === "function" &&
+    typeof r.on === "function" &&
+    typeof r.off === "function" &&
+    typeof r.destroy === "function" &&
+    typeof r.readableEnded === "boolean"
+  )
+}
+
+/**
+ * The unread Node body behind a response of `@effect/platform-node`'s clients, with its request's abort: the
+ * platform's interruptible response keeps the response made by the client (`original`) and its abort
+ * controller; undici's response keeps the body as `source.body`, node:http's as `source`. `undefined` for any
+ * other response (a fetch client, a test double, a body already being read): the caller then reads
+ * `response.stream`. A property read, not an API: a platform that renames these fields loses this path, not
+ * its streams (a test checks the path is taken with the Node clients).
+ */
+export const nodeBodyOf = (response: HttpClientResponse.HttpClientResponse): BodySource | undefined => {
+  const outer = response as unknown as { readonly original?: unknown; readonly controller?: unknown }
+  const controller = outer.controller instanceof AbortController ? outer.controller : undefined
+  const inner = (controller !== undefined ? outer.original : response) as { readonly source?: unknown } | undefined
+  const source = inner?.source as { readonly body?: unknown } | undefined
+  const body = isNodeBody(source?.body) ? source.body : isNodeBody(source) ? source : undefined
+  if (body === undefined || body.readableFlowing !== null || body.readableEnded || body.destroyed) return undefined
+  return {
+    body,
+    abort: () => {
+      if (!body.destroyed) body.destroy()
+      controller?.abort()
+    }
+  }
+}
+
+/** No more values: the stream ends. */
+const Done: unique symbol = Symbol("effect-rl/client/SseBody/Done")
+
+/** The error of a body that closes before its end without one. */
+const prematureClose = (): Error => new Error("the body closed before its end")
+
+/**
+ * The body's events decoded by `decode`, as `Sse.decodeEvents` does it from `response.stream`: the values of a
+ * read emitted as one chunk, a failure emitted after the values before it, `End` ending the stream after a
+ * bounded read of the rest of the body (`drainAfterEnd`), an event left unterminated at the end of input still
+ * decoded, and a failure of the body mapped by `onBodyError`. The request is aborted when the stream stops before
+ * the body's end (a failure, an interruption, a consumer that takes no more).
+ */
+export const decodeBody = <A, E, E2>(
+  source: BodySource,
+  decode: (event: SseEvent) => Decoded<A, E>,
+  options: {
+    readonly drainAfterEnd: Duration.DurationInput
+    readonly onBodyError: (cause: unknown) => E2
+  }
+): Stream.Stream<A, E | E2> =>
+  Stream.fromChannel(
+    Channel.suspend(() => {
+      const { body } = source
+      const scanner = makeScanner()
+      const pending: Array<SseEvent> = []
+      // A streaming decoder: a character cut between two reads is decoded once whole.
+      const decoder = new TextDecoder()
+      let ended = false
+      // The body's failure, once it fails.
+      let failed = false
+      let failure: unknown
+      let wake: (() => void) | undefined
+      const onReadable = () => {
+        const resume = wake
+        wake = undefined
+        resume?.()
+      }
+      const onEnd = () => {
+        ended = true
+        onReadable()
+      }
+      const onError = (error: unknown) => {
+        if (!failed) {
+          failed = true
+          failure = error
+        }
+        onReadable()
+      }
+      const onClose = () => {
+        if (!ended && !failed) {
+          failed = true
+          failure = prematureClose()
+        }
+        onReadable()
+      }
+      body.on("readable", onReadable)
+      body.on("end", onEnd)
+      body.on("error", onError)
+      body.on("close", onClose)
+      /** Waits for the body to be readable, to end or to fail. */
+      const waitBody = Effect.async<void>((resume) => {
+        wake = () => resume(Effect.void)
+        return Effect.sync(() => {
+          wake = undefined
+        })
+      })
+
+      type Next = Effect.Effect<Chunk.Chunk<A> | typeof Done, E | E2>
+      const finished: Next = Effect.succeed(Done)
+      /** Reads the rest of the body and drops it, until its end or its failure. */
+      const rest: Effect.Effect<void> = Effect.suspend(() => {
+        while (body.read() !== null) {
+          // dropped: nothing after `End` is decoded
+        }
+        return ended || failed ? Effect.void : Effect.flatMap(waitBody, () => rest)
+      })
+      const drained: Next = Effect.suspend(() => {
+        while (body.read() !== null) {
+          // dropped
+        }
+        if (ended || failed) return finished
+        return Effect.as(Effect.ignore(Effect.timeout(rest, options.drainAfterEnd)), Done)
+      })
+      // How the stream stops, once the values read before it are emitted.
+      let stop: Next | undefined
+      /** Decodes the pending events into `out`, noting a stop. */
+      const decodePending = (out: Array<A>) => {
+        for (let i = 0; i < pending.length && stop === undefined; i++) {
+          const decoded = decode(pending[i]!)
+          if (decoded === End) stop = drained
+          else if (Either.isLeft(decoded)) stop = Effect.fail(decoded.left)
+          else out.push(decoded.right)
+        }
+        pending.length = 0
+      }
+      const next: Next = Effect.suspend(() => {
+        if (stop !== undefined) return stop
+        const out: Array<A> = []
+        while (stop === undefined) {
+          const text = body.read()
+          if (text === null) break
+          scanner.feed(typeof text === "string" ? text : decoder.decode(text, { stream: true }), pending)
+          decodePending(out)
+        }
+        if (out.length > 0) return Effect.succeed(Chunk.unsafeFromArray(out))
+        if (stop !== undefined) return stop
+        if (failed) return Effect.fail(options.onBodyError(failure))
+        if (ended) {
+          // The end of input: an event left unterminated is still decoded.
+          scanner.end(pending)
+          decodePending(out)
+          if (stop === undefined || stop === drained) stop = finished
+          return out.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(out)) : stop
+        }
+        return Effect.flatMap(waitBody, () => next)
+      })
+      const loop: Channel.Channel<Chunk.Chunk<A>, unknown, E | E2, unknown, void, unknown> = Channel.flatMap(
+        Channel.fromEffect(next),
+        (out) => (out === Done ? Channel.void : Channel.flatMap(Channel.write(out), () => loop))
+      )
+      return Channel.ensuring(
+        loop,
+        Effect.sync(() => {
+          body.off("readable", onReadable)
+          body.off("end", onEnd)
+          body.off("error", onError)
+          body.off("close", onClose)
+          if (!ended) source.abort()
+        })
+      )
+    })
+  )
