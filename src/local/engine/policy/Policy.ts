@@ -41,8 +41,8 @@
  */
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { Rng } from "../Random.js"
-import { attendRow } from "./Attention.js"
-import { type FloatArray, Grow, GrowInt, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
+import { DecodeScratch, forwardRows } from "./DecodeRows.js"
+import { type FloatArray, Grow, GrowInt, matmulNT } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
@@ -90,11 +90,8 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly layout: Layout
   private readonly make: (n: number) => FloatArray
   // decode scratch (rows of states decoded together)
-  private readonly decode: Record<"x" | "a" | "qkv" | "o" | "tmp" | "u" | "g" | "f" | "logits", Grow>
-  private readonly attRow: FloatArray
-  private readonly descending: Int32Array
-  private readonly acc: Float64Array
-  private readonly qs: Float64Array
+  private readonly scratch: DecodeScratch
+  private readonly decode: Record<"f" | "logits", Grow>
   private readonly logitsOut: Float32Array
   private readonly one: Array<PolicyState> = []
   private readonly rowStateBuf: Array<PolicyState | undefined> = []
@@ -115,25 +112,10 @@ export class Policy implements LanguageModel<PolicyState> {
     if (params.length !== this.layout.size) throw new RangeError("policy: parameter buffer has the wrong size")
     this.params = params
     this.grads = this.make(this.layout.size)
-    const d = config.dModel
-    this.attRow = this.make(config.nHeads * config.contextLength)
-    this.descending = new Int32Array(config.contextLength)
-    for (let i = 0; i < config.contextLength; i++) this.descending[i] = config.contextLength - 1 - i
-    this.acc = new Float64Array(d)
-    this.qs = new Float64Array(d)
+    this.scratch = new DecodeScratch(config, this.make)
     this.logitsOut = new Float32Array(config.vocabSize)
     const grow = () => new Grow(this.make)
-    this.decode = {
-      x: grow(),
-      a: grow(),
-      qkv: grow(),
-      o: grow(),
-      tmp: grow(),
-      u: grow(),
-      g: grow(),
-      f: grow(),
-      logits: grow()
-    }
+    this.decode = { f: grow(), logits: grow() }
     this.batch = new PackedBatch(config, this.layout, params, this.grads, this.make, (n) => this.checkLength(n))
   }
 
@@ -379,71 +361,11 @@ export class Policy implements LanguageModel<PolicyState> {
     ids: ArrayLike<number>,
     B: number
   ): void {
-    const c = this.config
-    const d = c.dModel
-    const F = c.dFf
-    const H = c.nHeads
-    const dh = d / H
-    const P = this.params
-    const L = this.layout
-    const D = this.decode
-    const x = D.x.need(B * d)
-    const a = D.a.need(B * d)
-    const qkv = D.qkv.need(B * 3 * d)
-    const o = D.o.need(B * d)
-    const tmp = D.tmp.need(B * d)
-    const u = D.u.need(B * F)
-    const g = D.g.need(B * F)
     for (let b = 0; b < B; b++) {
       const id = ids[b]!
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new RangeError(`token id ${id} out of range`)
-      const te = L.tokEmb + id * d
-      const pe = L.posEmb + rowPos[b]! * d
-      for (let e = 0; e < d; e++) x[b * d + e] = P[te + e]! + P[pe + e]!
     }
-    const desc = this.descending
-    const top = this.contextLength - 1
-    for (let l = 0; l < c.nLayers; l++) {
-      const w = L.layers[l]!
-      for (let b = 0; b < B; b++) rmsNormRow(a, b * d, x, b * d, P, w.ln1, d)
-      matmulNT(qkv, 0, 3 * d, a, 0, d, P, w.wqkv, d, B, 3 * d, d, null, 0, false)
-      for (let b = 0; b < B; b++) {
-        const kv = rowState[b]!.kv[l]!
-        const base = rowPos[b]! * 2 * d
-        for (let e = 0; e < 2 * d; e++) kv[base + e] = qkv[b * 3 * d + d + e]!
-      }
-      for (let b = 0; b < B; b++) {
-        const pos = rowPos[b]!
-        // Rows pos, pos - 1, ..., 0: a window of the descending index array.
-        attendRow(
-          qkv,
-          b * 3 * d,
-          rowState[b]!.kv[l]!,
-          2 * d,
-          0,
-          d,
-          desc,
-          top - pos,
-          pos + 1,
-          o,
-          b * d,
-          this.attRow,
-          0,
-          H,
-          dh,
-          this.acc,
-          this.qs
-        )
-      }
-      matmulNT(tmp, 0, d, o, 0, d, P, w.wo, d, B, d, d, null, 0, false)
-      for (let i = 0; i < B * d; i++) x[i] = x[i]! + tmp[i]!
-      for (let b = 0; b < B; b++) rmsNormRow(a, b * d, x, b * d, P, w.ln2, d)
-      matmulNT(u, 0, F, a, 0, d, P, w.w1, d, B, F, d, P, w.b1, false)
-      geluRange(g, u, 0, B * F)
-      matmulNT(tmp, 0, d, g, 0, F, P, w.w2, F, B, d, F, P, w.b2, false)
-      for (let i = 0; i < B * d; i++) x[i] = x[i]! + tmp[i]!
-    }
-    for (let b = 0; b < B; b++) rmsNormRow(rowState[b]!.last, 0, x, b * d, P, L.lnF, d)
+    forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, 0, B)
   }
 
   private growState(state: PolicyState): void {
