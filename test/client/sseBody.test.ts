@@ -12,10 +12,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import * as InferenceClient from "../../src/client/InferenceClient.js"
 import { type Decoded, decodeEvents, End, type SseEvent } from "../../src/client/internal/sse.js"
@@ -141,6 +144,52 @@ describe("SseBody.decodeBody", () => {
       const whole = nodeBody([text])
       expect(Chunk.size(yield* Stream.runCollect(decodeBody(whole.source, decode, options)))).toBe(2)
       expect(whole.aborted()).toBe(false)
+    })
+  )
+})
+
+describe("SseBody.decodeBody after [DONE], a body held open", () => {
+  const held = () => {
+    const body = new PassThrough()
+    body.write('data: {"a":1}\n\ndata: [DONE]\n\n')
+    let aborted = false
+    const source = {
+      body,
+      abort: () => {
+        aborted = true
+        body.destroy()
+      }
+    }
+    return { source, aborted: () => aborted }
+  }
+  const options = { drainAfterEnd: "100 millis" as const, onBodyError: String }
+
+  it.scoped(
+    "under the test clock: read until the clock has moved 100 ms (real time does not end it), then aborted",
+    () =>
+      Effect.gen(function* () {
+        const { source, aborted } = held()
+        const fiber = yield* Effect.fork(Stream.runCollect(decodeBody(source, decode, options)))
+        yield* TestServices.provideLive(Effect.sleep("150 millis"))
+        expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+        yield* TestClock.adjust("100 millis")
+        expect(Chunk.toReadonlyArray(yield* Fiber.join(fiber))).toEqual([[null, { a: 1 }]])
+        expect(aborted()).toBe(true)
+      })
+  )
+
+  it.live("under the live clock: ended after 100 ms, aborted; a body that ends in time is not", () =>
+    Effect.gen(function* () {
+      const { source, aborted } = held()
+      const start = Date.now()
+      const out = yield* Stream.runCollect(decodeBody(source, decode, options))
+      expect(Chunk.toReadonlyArray(out)).toEqual([[null, { a: 1 }]])
+      expect(Date.now() - start).toBeGreaterThanOrEqual(90)
+      expect(aborted()).toBe(true)
+      const ending = held()
+      setTimeout(() => ending.source.body.end('data: {"a":2}\n\n'), 20)
+      expect(Chunk.size(yield* Stream.runCollect(decodeBody(ending.source, decode, options)))).toBe(1)
+      expect(ending.aborted()).toBe(false)
     })
   )
 })

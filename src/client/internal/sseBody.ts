@@ -11,7 +11,8 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
-import type * as Duration from "effect/Duration"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
@@ -71,6 +72,15 @@ export const nodeBodyOf = (response: HttpClientResponse.HttpClientResponse): Bod
   }
 }
 
+/** The options of a decode of one read among others (a character may continue in the next). */
+const STREAM = { stream: true } as const
+
+/**
+ * The class of the live `Clock`, whose `sleep` is a `setTimeout`: where the fiber's clock is one, a short wait
+ * sets that timer itself rather than racing a sleeping fiber (`Effect.timeout` forks two fibers, ~50 us).
+ */
+const LiveClock = Clock.make().constructor
+
 /** No more values: the stream ends. */
 const Done: unique symbol = Symbol("effect-rl/client/SseBody/Done")
 
@@ -99,6 +109,7 @@ export const decodeBody = <A, E, E2>(
       const pending: Array<SseEvent> = []
       // A streaming decoder: a character cut between two reads is decoded once whole.
       const decoder = new TextDecoder()
+      const drainMillis = Duration.toMillis(Duration.decode(options.drainAfterEnd))
       let ended = false
       // The body's failure, once it fails.
       let failed = false
@@ -141,19 +152,47 @@ export const decodeBody = <A, E, E2>(
 
       type Next = Effect.Effect<Chunk.Chunk<A> | typeof Done, E | E2>
       const finished: Next = Effect.succeed(Done)
-      /** Reads the rest of the body and drops it, until its end or its failure. */
-      const rest: Effect.Effect<void> = Effect.suspend(() => {
-        while (body.read() !== null) {
-          // dropped: nothing after `End` is decoded
-        }
-        return ended || failed ? Effect.void : Effect.flatMap(waitBody, () => rest)
-      })
-      const drained: Next = Effect.suspend(() => {
+      /** Reads what the body holds and drops it (nothing after `End` is decoded); whether the body is over. */
+      const dropRead = (): boolean => {
         while (body.read() !== null) {
           // dropped
         }
-        if (ended || failed) return finished
-        return Effect.as(Effect.ignore(Effect.timeout(rest, options.drainAfterEnd)), Done)
+        return ended || failed
+      }
+      /** Reads the rest of the body and drops it, until its end or its failure. */
+      const rest: Effect.Effect<void> = Effect.suspend(() =>
+        dropRead() ? Effect.void : Effect.flatMap(waitBody, () => rest)
+      )
+      /** {@link rest} for at most `drainAfterEnd`, with a timer of its own (for the live clock only). */
+      const restWithin = Effect.async<void>((resume) => {
+        const timer = setTimeout(() => {
+          wake = undefined
+          resume(Effect.void)
+        }, drainMillis)
+        const check = () => {
+          if (!dropRead()) {
+            wake = check
+            return
+          }
+          clearTimeout(timer)
+          resume(Effect.void)
+        }
+        wake = check
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          wake = undefined
+        })
+      })
+      const drained: Next = Effect.suspend(() => {
+        if (dropRead()) return finished
+        // A server ends its body right after its last event: a wait of one turn or two, for which the live
+        // clock's sleep (a `setTimeout`) is set directly; under any other clock (a test's), `Effect.timeout`.
+        return Effect.as(
+          Effect.clockWith((clock) =>
+            clock.constructor === LiveClock ? restWithin : Effect.ignore(Effect.timeout(rest, options.drainAfterEnd))
+          ),
+          Done
+        )
       })
       // How the stream stops, once the values read before it are emitted.
       let stop: Next | undefined
@@ -173,7 +212,7 @@ export const decodeBody = <A, E, E2>(
         while (stop === undefined) {
           const text = body.read()
           if (text === null) break
-          scanner.feed(typeof text === "string" ? text : decoder.decode(text, { stream: true }), pending)
+          scanner.feed(typeof text === "string" ? text : decoder.decode(text, STREAM), pending)
           decodePending(out)
         }
         if (out.length > 0) return Effect.succeed(Chunk.unsafeFromArray(out))
