@@ -14,7 +14,8 @@
  *   printing its dashboard's address (and, in a terminal, keeping it up after the run until Ctrl-C); with
  *   `--cluster`, its rollouts run on that cluster's runners
  * - `effect-rl train-agent "<command>" --scenarios <file.jsonl> [--steps <n>] [--group-size <n>] [--base-model <id>]
- *   [--project <p>] [--model <name>] [--data-dir <dir>] [--concurrency <n>] [--reward <module>] [--timeout <s>]`:
+ *   [--project <p>] [--model <name>] [--data-dir <dir>] [--concurrency <n>] [--reward <module>] [--timeout <s>]
+ *   [--max-failures <n>]`:
  *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses
  * - `effect-rl runner --cluster <url> [--agents <module>] [--host <h>] [--port <n>] [--listen-host <h>]
  *   [--capacity <n>]`: a runner of a rollout cluster (`RolloutCluster`), registering the agents of a module
@@ -364,7 +365,11 @@ const trainAgentTable = table(
         "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
       )
     ),
-    timeout: positive("timeout", "seconds", "how long one run of the agent may take (default: no limit)")
+    timeout: positive("timeout", "seconds", "how long one run of the agent may take (default: no limit)"),
+    maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
+      Options.optional,
+      describe("failed runs of the agent tolerated per step (default 0: the first failure stops the run)")
+    )
   }
 )
 
@@ -383,7 +388,8 @@ const trainAgent = Command.make("train-agent", trainAgentTable.config, (flags) =
         dataDir: Option.getOrUndefined(flags.dataDir),
         concurrency: Option.getOrUndefined(flags.concurrency),
         reward: Option.getOrUndefined(flags.reward),
-        timeout: Option.getOrUndefined(flags.timeout)
+        timeout: Option.getOrUndefined(flags.timeout),
+        maxFailures: Option.getOrUndefined(flags.maxFailures)
       })
   )
 ).pipe(Command.withDescription(trainAgentTable.help.description))

@@ -16,6 +16,7 @@ import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Example from "../Example.js"
 import * as ExternalAgent from "../workflow/ExternalAgent.js"
+import type * as Gather from "../workflow/Gather.js"
 import * as Policy from "../workflow/Policy.js"
 import type { Reward, Score } from "../workflow/Reward.js"
 import * as RolloutGateway from "../workflow/RolloutGateway.js"
@@ -35,6 +36,8 @@ export interface TrainAgentFlags {
   readonly concurrency: number | undefined
   readonly reward: string | undefined
   readonly timeout: number | undefined
+  /** Failed runs of the agent tolerated per step (default 0: the first failure stops the run). */
+  readonly maxFailures?: number | undefined
 }
 
 /** The defaults: steps, rollouts per scenario, rollouts in flight. */
@@ -97,6 +100,21 @@ export const loadReward = (path: string) =>
     return reward
   })
 
+/**
+ * A step's gather that failed for the agent's failures, as the command's sentence: the first failure's own
+ * error, the count against the limit, and the flag that tolerates them (the library's advice names its option).
+ */
+export const tooManyFailures = (error: Gather.GatherError): string => {
+  const first = error.exceptions[0]
+  const count = error.exceptions.length
+  const runs = count === 1 ? "1 failed run of the agent" : `the first of ${count} failed runs of the agent`
+  return (
+    (first === undefined ? "" : `${first.type}: ${first.message} `) +
+    `(${runs}, more than the ${error.limit} tolerated; ${error.finished} of ${error.planned} finished); ` +
+    "to tolerate some, pass --max-failures <n>"
+  )
+}
+
 /** Runs `train-agent` with `flags`: the loop, its report and the summary line. */
 export const trainAgent = (flags: TrainAgentFlags) =>
   Effect.gen(function* () {
@@ -131,8 +149,14 @@ export const trainAgent = (flags: TrainAgentFlags) =>
             groupsPerStep: scenarios.length,
             rolloutsPerGroup: groupSize,
             steps: options.steps ?? DEFAULTS.steps,
-            gather: { concurrency: flags.concurrency ?? DEFAULTS.concurrency }
-          }).pipe(Effect.provide(RolloutGateway.layer()))
+            gather: {
+              concurrency: flags.concurrency ?? DEFAULTS.concurrency,
+              ...(flags.maxFailures === undefined ? {} : { maxExceptions: flags.maxFailures })
+            }
+          }).pipe(
+            Effect.provide(RolloutGateway.layer()),
+            Effect.catchTag("GatherError", (error) => Effect.fail(failed(tooManyFailures(error))))
+          )
           return { summary, policy }
         })
     }

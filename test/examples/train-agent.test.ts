@@ -1,27 +1,36 @@
 /**
  * `effect-rl train-agent` as a user runs it, on the embedded backend: a failing agent is one sentence with its
- * exit code and the end of its stderr (exit code 1); a scenarios file that is not JSONL is refused (exit code
+ * exit code and the end of its stderr (exit code 1), and `--max-failures` tolerates some; a scenarios file that is not JSONL is refused (exit code
  * 2); Ctrl-C mid-step leaves no agent process behind. (The agents learning: `train-agent.slow.test.ts`.)
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { alive, dir, root, scenarios, trainAgent } from "./trainAgentSupport.js"
+import { alive, dir, root, scenarios, summaryOf, trainAgent } from "./trainAgentSupport.js"
 
 describe("effect-rl train-agent", () => {
   it("a failing agent is one sentence with its exit code and stderr; bad scenarios are refused", async () => {
     const bad = join(dir, "bad.jsonl")
     writeFileSync(bad, '{"question": "ok"}\n{not json\n')
-    const [failing, refused] = await Promise.all([
+    // The Python agent, except on one of the three scenarios, where it fails: 8 of the step's 24 runs.
+    const agent = join(root, "examples/agents/python/agent.py")
+    const sometimes = `input=$(cat); case "$input" in *Ready*) echo "not ready" >&2; exit 3;; esac; printf %s "$input" | python3 ${agent}`
+    const [failing, refused, tolerated] = await Promise.all([
       trainAgent(["python3 -c 'import sys; sys.exit(\"the agent broke\")'", "--scenarios", scenarios, "--steps", "1"]),
-      trainAgent(["python3 agent.py", "--scenarios", bad])
+      trainAgent(["python3 agent.py", "--scenarios", bad]),
+      trainAgent([sometimes, "--scenarios", scenarios, "--steps", "1", "--max-failures", "8"])
     ])
     expect(failing.code, failing.out).toBe(1)
     expect(failing.out).toMatch(
       /effect-rl train-agent: .*the agent command python3 exited with code 1[\s\S]*the agent broke/
     )
+    expect(failing.out).toContain("more than the 0 tolerated")
+    expect(failing.out).toContain("to tolerate some, pass --max-failures <n>")
     expect(failing.out).not.toMatch(/\n\s+at /)
     expect(failing.out).not.toContain("summary:")
+    // With --max-failures 8 the step trains on the two scenarios whose runs succeeded.
+    expect(tolerated.code, tolerated.out).toBe(0)
+    expect(summaryOf(tolerated.out).steps).toBe(1)
     expect(refused.code, refused.out).toBe(2)
     expect(refused.out).toContain(`effect-rl train-agent: line 2 of ${bad} is not JSON`)
   }, 120_000)
