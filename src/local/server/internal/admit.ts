@@ -3,9 +3,10 @@
  * a 4xx at once (never a 500, never a hang):
  *
  * - JSON routes (all but the raw ones and `file/create`): a body must be JSON (no `Content-Type`, or
- *   `application/json`), else 415. The body is read (the platform caches it, so the route's own
- *   `request.json` reads it from memory) and its nesting depth counted without recursion: deeper than
- *   {@link MAX_JSON_DEPTH}, 400. Parsing (and the 422 for text that is not JSON) stays the route's.
+ *   `application/json`), else 415. The body is read and parsed once (the route's `request.json` gives that
+ *   value) and its nesting depth counted: deeper than {@link MAX_JSON_DEPTH}, 400. Text that is not JSON has
+ *   its depth counted by a scan that does not recurse (deeper than the limit, 400 too); its 422 stays the
+ *   route's.
  * - `file/create` (and `files/create`): `multipart/form-data` with a boundary (else 415 / 400). The body is parsed here (by the
  *   runtime's `FormData` parser); a body that does not parse is 400, a missing or mistyped `project_id` or
  *   `file` part is FastAPI's 422 naming the part, a file name or text field over {@link MAX_FORM_NAME} /
@@ -203,7 +204,16 @@ export const admit = (
       )
     }
     const text = yield* Effect.either(request.text)
-    if (Either.isRight(text) && jsonDepth(text.right, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    // A body that fails to arrive whole is left to the route's own reading, which answers it.
+    if (Either.isLeft(text)) return Either.right(request)
+    // Parsed once here: the depth is counted on the value (a text scan costs about as much as the parse), and
+    // the route reads this value. Text that is not JSON is scanned, and its parse error left to the route.
+    const parsed = parseJson(text.right)
+    const tooDeep =
+      parsed === NOT_JSON
+        ? jsonDepth(text.right, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
+        : nestsDeeper(parsed.value, MAX_JSON_DEPTH)
+    if (tooDeep) {
       return Either.left(
         surfaceError(
           pathname,
@@ -213,5 +223,42 @@ export const admit = (
         )
       )
     }
-    return Either.right(request)
+    return Either.right(parsed === NOT_JSON ? request : withJson(request, parsed.value))
   })
+
+/** Text that `JSON.parse` refuses (or that nests too deep for it). */
+const NOT_JSON: unique symbol = Symbol("effect-rl/local/server/admit/NotJson")
+
+/** The body's JSON as the platform reads it (an empty body is `null`), or {@link NOT_JSON}. */
+const parseJson = (text: string): { readonly value: unknown } | typeof NOT_JSON => {
+  try {
+    return { value: text === "" ? null : JSON.parse(text) }
+  } catch {
+    return NOT_JSON
+  }
+}
+
+/**
+ * Whether the arrays and objects of a parsed JSON value nest deeper than `limit`: {@link jsonDepth} of its text
+ * above `limit`, counted on the value (recursion at most `limit + 1` deep).
+ */
+export const nestsDeeper = (value: unknown, limit: number): boolean => deeper(value, 1, limit)
+
+const deeper = (u: unknown, depth: number, limit: number): boolean => {
+  if (typeof u !== "object" || u === null) return false
+  if (depth > limit) return true
+  if (Array.isArray(u)) {
+    for (let i = 0; i < u.length; i++) if (deeper(u[i], depth + 1, limit)) return true
+    return false
+  }
+  const record = u as Record<string, unknown>
+  for (const key in record) if (deeper(record[key], depth + 1, limit)) return true
+  return false
+}
+
+/**
+ * The request with its body's JSON already parsed: `json` gives that value (the platform's parses the text again
+ * at each read); everything else is the request's own.
+ */
+const withJson = (request: HttpServerRequest.HttpServerRequest, value: unknown): HttpServerRequest.HttpServerRequest =>
+  Object.create(request, { json: { value: Effect.succeed(value) } })
