@@ -53,20 +53,27 @@ import { jsonLinesResponse, jsonLinesText } from "./jsonLines.js"
 import { fieldPaths, getField, invalidField, matches, page, setField, sortBy as sortByKeys } from "./query.js"
 import { resolveObjectRef } from "./refs.js"
 
+/** Why an id is refused, or undefined when it is absent or well formed. */
+const badId = (name: string, id: string | null | undefined): string | undefined =>
+  id === null || id === undefined || isCallId(id) ? undefined : `Invalid ${name}: ${id}`
+
 /**
- * Why a start or end is refused (a 400 `{reason}`), checked in order: the project, the ids, then the time; or
- * its time, read. Plain functions, so that a batch of thousands of calls is checked in one loop.
+ * Why a start is refused (a 400 `{reason}`), checked in order: the project, the ids, then the time; or its time,
+ * read. Plain functions, so that a batch of thousands of calls is checked in one loop.
  */
-const checked = (
-  projectId: string,
-  ids: ReadonlyArray<readonly [what: string, id: string | null | undefined]>,
-  what: string,
-  time: string
-): Instant | string => {
-  if (!isProjectId(projectId)) return `Invalid project_id: expected "entity/project"`
-  for (const [name, id] of ids) if (id !== null && id !== undefined && !isCallId(id)) return `Invalid ${name}: ${id}`
-  return instant(time) ?? `Invalid ${what}: ${time}`
+const checkedStart = (start: CallStartInsert): Instant | string => {
+  if (!isProjectId(start.project_id)) return INVALID_PROJECT
+  const bad = badId("id", start.id) ?? badId("trace_id", start.trace_id) ?? badId("parent_id", start.parent_id)
+  return bad ?? instant(start.started_at) ?? `Invalid started_at: ${start.started_at}`
 }
+
+/** Why an end is refused, checked as a start's is; or its time, read. */
+const checkedEnd = (end: CallEndInsert): Instant | string => {
+  if (!isProjectId(end.project_id)) return INVALID_PROJECT
+  return badId("id", end.id) ?? instant(end.ended_at) ?? `Invalid ended_at: ${end.ended_at}`
+}
+
+const INVALID_PROJECT = `Invalid project_id: expected "entity/project"`
 
 /** A start as stored, its id and trace id settled. */
 const storedStart = (start: CallStartInsert, id: string, traceId: string, started: Instant): TraceCalls.CallStart => ({
@@ -88,31 +95,34 @@ const storedStart = (start: CallStartInsert, id: string, traceId: string, starte
 })
 
 /**
- * A start as stored; `traces` holds the trace ids of the batch's earlier starts, for children without one. Only a
- * start without an id, or without a trace id whose parent is not in the batch, needs more than its own fields.
+ * A start as stored when its own fields settle it, or why it is refused, or `undefined` when it needs more (an id
+ * made, or the trace id of a parent not in the batch read from the store: see {@link toStart}). `traces` holds
+ * the trace ids of the batch's earlier starts, for children without one.
  */
+const settledStart = (
+  start: CallStartInsert,
+  traces: Map<string, string>
+): TraceCalls.CallStart | string | undefined => {
+  const started = checkedStart(start)
+  if (typeof started === "string") return started
+  const parentId = start.parent_id ?? null
+  const known = start.trace_id ?? (parentId === null ? undefined : traces.get(parentId))
+  if (start.id === null || start.id === undefined || known === undefined) return undefined
+  traces.set(start.id, known)
+  return storedStart(start, start.id, known, started)
+}
+
+/** A start as stored (see {@link settledStart}), making its id and reading its parent's trace when needed. */
 const toStart = (
   calls: TraceCalls.Service,
   start: CallStartInsert,
   traces: Map<string, string>
 ): Effect.Effect<TraceCalls.CallStart, InvalidRequest> => {
-  const started = checked(
-    start.project_id,
-    [
-      ["id", start.id],
-      ["trace_id", start.trace_id],
-      ["parent_id", start.parent_id]
-    ],
-    "started_at",
-    start.started_at
-  )
-  if (typeof started === "string") return Effect.fail(new InvalidRequest({ reason: started }))
+  const settled = settledStart(start, traces)
+  if (typeof settled === "string") return Effect.fail(new InvalidRequest({ reason: settled }))
+  if (settled !== undefined) return Effect.succeed(settled)
+  const started = checkedStart(start) as Instant
   const parentId = start.parent_id ?? null
-  const known = start.trace_id ?? (parentId === null ? undefined : traces.get(parentId))
-  if (start.id !== null && start.id !== undefined && known !== undefined) {
-    traces.set(start.id, known)
-    return Effect.succeed(storedStart(start, start.id, known, started))
-  }
   return Effect.gen(function* () {
     const id = start.id ?? (yield* newId)
     const inherited = (parent: string) =>
@@ -130,7 +140,7 @@ const toStart = (
 
 /** An end as stored, or why it is refused. */
 const storedEnd = (end: CallEndInsert): TraceCalls.CallEnd | string => {
-  const ended = checked(end.project_id, [["id", end.id]], "ended_at", end.ended_at)
+  const ended = checkedEnd(end)
   if (typeof ended === "string") return ended
   return {
     project_id: end.project_id,
@@ -382,7 +392,10 @@ export const callUpsertBatch = ({ payload }: { readonly payload: CallCreateBatch
     for (let i = 0; i < batch.length; i++) {
       const item = batch[i]!
       if (item.mode === "start") {
-        const start = yield* toStart(calls, item.req.start, traces)
+        // Settled in the loop; an effect only for a start that needs one.
+        const settled = settledStart(item.req.start, traces)
+        if (typeof settled === "string") return yield* invalid(settled)
+        const start = settled ?? (yield* toStart(calls, item.req.start, traces))
         items[i] = { mode: "start", start }
         res[i] = { id: start.id, trace_id: start.trace_id }
       } else {
