@@ -245,6 +245,7 @@ export const rootPage = (version: string, commands: ReadonlyArray<CommandHelp>, 
     strong("USAGE"),
     "  effect-rl <command> [options]",
     "  effect-rl <command> --help",
+    "  effect-rl help [<command>]",
     "",
     strong("COMMANDS"),
     ...columns(

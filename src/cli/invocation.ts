@@ -69,10 +69,20 @@ export const nearest = (word: string, candidates: Iterable<string>): string | un
 /** An option-like word: `-x` or `--xyz`, not a negative number (a value such as `-5` is the parser's to judge). */
 const isFlag = (arg: string) => /^--?[^\d-]/.test(arg)
 
-/** Reads `args` (the words after the script) against the `commands` of `effect-rl`. */
+/**
+ * Reads `args` (the words after the script) against the `commands` of `effect-rl`. `help` as the first word is
+ * `--help`: `effect-rl help` the whole page, `effect-rl help <command>` that command's.
+ */
 export const read = (args: ReadonlyArray<string>, commands: ReadonlyArray<CommandHelp>): Invocation => {
   const kept = args.filter((arg) => arg !== "--verbose")
   const verbose = kept.length !== args.length
+  if (kept[0] === "help" && !commands.some((candidate) => candidate.name === "help")) {
+    const [name, ...more] = kept.slice(1)
+    if (name === undefined) return { args: ["--help"], verbose, command: undefined, help: true, refusal: undefined }
+    const asked = read([name, "--help"], commands)
+    const extra = more.length > 0 ? `\`effect-rl help\` takes one command, got '${kept.slice(1).join(" ")}'` : undefined
+    return { ...asked, verbose, refusal: asked.refusal ?? extra }
+  }
   let command: CommandHelp | undefined
   let help = false
   let refusal: string | undefined

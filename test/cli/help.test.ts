@@ -67,6 +67,19 @@ describe("read", () => {
 
   it("refuses an unknown command or option (naming the nearest) and a flag without its value", () => {
     expect(read(["dmeo"], [demo.help]).refusal).toBe("unknown command 'dmeo'; did you mean demo? the commands: demo")
+    // `help` as the first word is --help: the whole page, or one command's.
+    expect(read(["help"], [demo.help])).toMatchObject({ help: true, command: undefined, refusal: undefined })
+    expect(read(["help", "demo", "--verbose"], [demo.help])).toMatchObject({
+      help: true,
+      verbose: true,
+      command: { name: "demo" },
+      refusal: undefined,
+      args: ["demo", "--help"]
+    })
+    expect(read(["help", "dmeo"], [demo.help]).refusal).toBe(
+      "unknown command 'dmeo'; did you mean demo? the commands: demo"
+    )
+    expect(read(["help", "demo", "x"], [demo.help]).refusal).toBe("`effect-rl help` takes one command, got 'demo x'")
     expect(read(["demo", "--urll", "x"], [demo.help]).refusal).toBe("unknown option '--urll'; did you mean --url?")
     expect(read(["demo", "--zz"], [demo.help]).refusal).toBe(
       "unknown option '--zz'; `effect-rl demo --help` lists the options"
