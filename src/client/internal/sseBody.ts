@@ -104,6 +104,7 @@ export const decodeBody = <A, E, E2>(
 ): Stream.Stream<A, E | E2> =>
   Stream.fromChannel(
     Channel.suspend(() => {
+      type Next = Effect.Effect<Chunk.Chunk<A> | typeof Done, E | E2>
       const { body } = source
       const scanner = makeScanner()
       const pending: Array<SseEvent> = []
@@ -114,11 +115,26 @@ export const decodeBody = <A, E, E2>(
       // The body's failure, once it fails.
       let failed = false
       let failure: unknown
+      // Called when the body is readable, ends or fails: the drain's wait after `End`.
       let wake: (() => void) | undefined
+      // The read waiting for the body: resumed with what the body gives once it gives something.
+      let waiting: ((next: Next) => void) | undefined
       const onReadable = () => {
         const resume = wake
         wake = undefined
         resume?.()
+        if (waiting !== undefined) {
+          let got: Next | undefined
+          try {
+            got = step()
+          } catch (defect) {
+            got = Effect.die(defect)
+          }
+          if (got === undefined) return
+          const resumeRead = waiting
+          waiting = undefined
+          resumeRead(got)
+        }
       }
       const onEnd = () => {
         ended = true
@@ -150,7 +166,6 @@ export const decodeBody = <A, E, E2>(
         })
       })
 
-      type Next = Effect.Effect<Chunk.Chunk<A> | typeof Done, E | E2>
       const finished: Next = Effect.succeed(Done)
       /** Reads what the body holds and drops it (nothing after `End` is decoded); whether the body is over. */
       const dropRead = (): boolean => {
@@ -206,7 +221,8 @@ export const decodeBody = <A, E, E2>(
         }
         pending.length = 0
       }
-      const next: Next = Effect.suspend(() => {
+      /** What the body gives now (values, a stop, a failure), or `undefined` when there is nothing yet. */
+      const step = (): Next | undefined => {
         if (stop !== undefined) return stop
         const out: Array<A> = []
         while (stop === undefined) {
@@ -225,8 +241,17 @@ export const decodeBody = <A, E, E2>(
           if (stop === undefined || stop === drained) stop = finished
           return out.length > 0 ? Effect.succeed(Chunk.unsafeFromArray(out)) : stop
         }
-        return Effect.flatMap(waitBody, () => next)
+        return undefined
+      }
+      const stopWaiting = Effect.sync(() => {
+        waiting = undefined
       })
+      /** Waits for the body to give something, read as it comes (by `onReadable`, with no second pass). */
+      const waitRead = Effect.async<Chunk.Chunk<A> | typeof Done, E | E2>((resume) => {
+        waiting = resume
+        return stopWaiting
+      })
+      const next: Next = Effect.suspend(() => step() ?? waitRead)
       const loop: Channel.Channel<Chunk.Chunk<A>, unknown, E | E2, unknown, void, unknown> = Channel.flatMap(
         Channel.fromEffect(next),
         (out) => (out === Done ? Channel.void : Channel.flatMap(Channel.write(out), () => loop))
