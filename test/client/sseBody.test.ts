@@ -236,6 +236,23 @@ describe("SseBody.nodeBodyOf", () => {
     )
   }
 
+  for (const [name, layer] of clients) {
+    it.scoped(`a stream over the ${name} client that stops early aborts the request the server holds open`, () =>
+      Effect.gen(function* () {
+        const server = yield* FakeService.make
+        server.route("POST", "/v1/chat/completions", () => ({ chunks: [event(chunk("a"))], hold: true }))
+        const inference = yield* InferenceClient.make({ baseUrl: server.url, apiKey: Redacted.make("k") }).pipe(
+          Effect.provide(yield* Layer.build(layer))
+        )
+        const out = yield* Stream.runCollect(inference.streamChatCompletion(request).pipe(Stream.take(1)))
+        expect(Chunk.toReadonlyArray(out).map((c) => c.choices[0]?.delta.content)).toEqual(["a"])
+        for (let i = 0; i < 500 && server.aborted() === 0; i++)
+          yield* TestServices.provideLive(Effect.sleep("5 millis"))
+        expect(server.aborted()).toBe(1)
+      })
+    )
+  }
+
   it.scoped("a body that breaks mid-stream fails the stream with Transport, after the chunks before it", () =>
     Effect.gen(function* () {
       const server = createServer((_, res) => {
