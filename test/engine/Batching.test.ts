@@ -2,14 +2,15 @@
  * Batched decoding (issue 26): completions in flight on the decoding scheduler decode together, one forward
  * pass per step over every sequence's row (and the pieces of prompts still running), and each completion is the
  * one it would be decoded alone, bit for bit: choices, logprobs, token ids, prompt logprobs, streamed chunks,
- * with `n`, seeds, constraints, tools, stops and the prefix cache. `Policy.extendMany` leaves each state as
- * `extend` does.
+ * with `n`, seeds, constraints, tools, stops and the prefix cache, also when the decoding thread runs part of
+ * each step. `Policy.extendMany` leaves each state as `extend` does.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import { PrefixCache } from "../../src/local/engine/PrefixCache.js"
+import { decodeThread } from "../../src/local/engine/policy/DecodeThread.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeEffect, completeStream, prepare } from "../../src/local/engine/Sampler.js"
@@ -124,6 +125,35 @@ describe("batched decoding", () => {
       const steps = batching.stats.steps - before.steps
       const jobs = batching.stats.jobs - before.jobs
       expect(jobs / steps).toBeGreaterThan(4)
+    })
+  )
+
+  it.live("steps shared with the decoding thread (it runs some of every step) equal each completion alone", () =>
+    Effect.gen(function* () {
+      const thread = decodeThread.get()
+      // This machine has a second core (the thread is on by default there); skip loudly elsewhere.
+      if (thread === undefined) return yield* Effect.logWarning("SKIPPED: one core, no decoding thread")
+      expect(yield* Effect.promise(() => thread.whenReady())).toBe(true)
+      const all = [...requests(10), ...requests(11)]
+      const options = (i: number) => ({ modelName: "m", now: 0, requestId: `t${i}` })
+      const alone = all.map((r, i) => complete(policy, r, options(i)))
+      const before = { rows: thread.threadRows, shared: thread.stats.shared }
+      thread.waitForThread = true
+      batching.stepMs = Number.POSITIVE_INFINITY
+      const together = yield* Effect.all(
+        all.map((r, i) => completeEffect(policy, r, options(i))),
+        { concurrency: "unbounded" }
+      ).pipe(
+        Effect.ensuring(
+          Effect.sync(() => {
+            thread.waitForThread = false
+            batching.stepMs = STEP_MS
+          })
+        )
+      )
+      expect(idless(together)).toBe(idless(alone))
+      expect(thread.stats.shared - before.shared).toBeGreaterThan(10)
+      expect(thread.threadRows - before.rows).toBeGreaterThan(100)
     })
   )
 

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import type { AdamConfig, AdamState } from "../Optimizer.js"
+import { sharedFloat32 } from "./DecodeThread.js"
 import type { FloatArray } from "./Kernels.js"
 import { Policy } from "./Policy.js"
 import { checkConfig, type PolicyConfig, parameterCount } from "./PolicyConfig.js"
@@ -112,7 +113,8 @@ export const loadCheckpoint = (bytes: Uint8Array): { readonly policy: Policy; re
     throw new CheckpointFormatError(`corrupt checkpoint: ${bytes.length} bytes where the header implies ${expected}`)
   }
   const read = (k: number): FloatArray => {
-    const a = float64 ? new Float64Array(n) : new Float32Array(n)
+    // The parameters in shared memory, so that the decoding thread reads them in place (`DecodeThread.ts`).
+    const a = float64 ? new Float64Array(n) : k === 0 ? sharedFloat32(n) : new Float32Array(n)
     const start = 12 + jsonLength + k * n * width
     bytesOf(a).set(bytes.subarray(start, start + n * width))
     return a

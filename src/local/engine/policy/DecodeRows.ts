@@ -129,3 +129,10 @@ export const forwardRows = (
   }
   for (let b = 0; b < B; b++) rmsNormRow(rowState[from + b]!.last, 0, x, b * d, P, L.lnF, d)
 }
+
+/**
+ * The estimated cost of a decoding row at position `pos`, in multiply-adds: the matrix products touch every
+ * block weight once, attention reads `pos + 1` cached keys and values per layer.
+ */
+export const rowCost = (config: PolicyConfig, pos: number): number =>
+  config.nLayers * (4 * config.dModel * config.dModel + 2 * config.dModel * config.dFf + 2 * config.dModel * (pos + 1))

@@ -41,10 +41,17 @@
  */
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { Rng } from "../Random.js"
-import { DecodeScratch, forwardRows } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, rowCost } from "./DecodeRows.js"
+import { decodeThread, isShared, sharedFloat32, type ThreadPolicy } from "./DecodeThread.js"
 import { type FloatArray, Grow, GrowInt, matmulNT } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
+
+/**
+ * The chunks a batched decoding step is cut into when it is shared with the decoding thread: enough that a thread
+ * that gets less of the CPU takes fewer, few enough that each chunk's matrix products still batch several rows.
+ */
+const CHUNKS_PER_STEP = 8
 
 /** A sequence being decoded: its keys and values per layer, and the final hidden state of its last token. */
 export class PolicyState implements DecodeState {
@@ -89,6 +96,10 @@ export class Policy implements LanguageModel<PolicyState> {
 
   private readonly layout: Layout
   private readonly make: (n: number) => FloatArray
+  /** Makes a decoding state's buffers: in shared memory when the parameters are (see `DecodeThread.ts`). */
+  private readonly makeState: (n: number) => FloatArray
+  /** Whether decoding steps may be split with the decoding thread (float32 parameters in shared memory). */
+  private readonly shared: boolean
   // decode scratch (rows of states decoded together)
   private readonly scratch: DecodeScratch
   private readonly decode: Record<"f" | "logits", Grow>
@@ -97,6 +108,7 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly rowStateBuf: Array<PolicyState | undefined> = []
   private readonly rowPosDecode = new GrowInt()
   private readonly rowIds = new GrowInt()
+  private readonly chunkStarts = new GrowInt()
   private readonly oneId = new Int32Array(1)
   // training workspace
   private readonly batch: PackedBatch
@@ -112,6 +124,8 @@ export class Policy implements LanguageModel<PolicyState> {
     if (params.length !== this.layout.size) throw new RangeError("policy: parameter buffer has the wrong size")
     this.params = params
     this.grads = this.make(this.layout.size)
+    this.shared = !float64 && isShared(params)
+    this.makeState = this.shared ? sharedFloat32 : this.make
     this.scratch = new DecodeScratch(config, this.make)
     this.logitsOut = new Float32Array(config.vocabSize)
     const grow = () => new Grow(this.make)
@@ -123,7 +137,7 @@ export class Policy implements LanguageModel<PolicyState> {
   static create(config: PolicyConfig = DEFAULT_POLICY_CONFIG, options: PolicyOptions = {}): Policy {
     const float64 = options.float64 ?? false
     const layout = layoutOf(config)
-    const params = float64 ? new Float64Array(layout.size) : new Float32Array(layout.size)
+    const params = float64 ? new Float64Array(layout.size) : sharedFloat32(layout.size)
     const policy = new Policy(config, float64, params)
     policy.initialise(options.seed ?? 0)
     return policy
@@ -189,8 +203,8 @@ export class Policy implements LanguageModel<PolicyState> {
     while (capacity < expected + 16) capacity *= 2
     capacity = Math.min(capacity, this.contextLength)
     const d = this.config.dModel
-    const kv = Array.from({ length: this.config.nLayers }, () => this.make(capacity * 2 * d))
-    return new PolicyState(0, kv, capacity, this.make(d))
+    const kv = Array.from({ length: this.config.nLayers }, () => this.makeState(capacity * 2 * d))
+    return new PolicyState(0, kv, capacity, this.makeState(d))
   }
 
   /** A copy of a state (for several completions of one prompt). */
@@ -198,11 +212,11 @@ export class Policy implements LanguageModel<PolicyState> {
     const row = 2 * this.config.dModel
     const capacity = Math.min(this.contextLength, Math.max(16, state.length + 16))
     const kv = state.kv.map((src) => {
-      const dst = this.make(capacity * row)
+      const dst = this.makeState(capacity * row)
       dst.set(src.subarray(0, state.length * row))
       return dst
     })
-    const last = this.make(this.config.dModel)
+    const last = this.makeState(this.config.dModel)
     last.set(state.last)
     return new PolicyState(state.length, kv, capacity, last)
   }
@@ -352,8 +366,9 @@ export class Policy implements LanguageModel<PolicyState> {
 
   /**
    * The forward pass of B decoding rows: row b is token `ids[b]` at position `rowPos[b]` of `rowState[b]`
-   * (whose cache holds every earlier position, or gets it from an earlier row of this call). Writes each row's
-   * keys and values into its state's cache and its final hidden state into the state's `last`.
+   * (whose cache holds every earlier position, or gets it from an earlier row of this call; a state's rows are
+   * consecutive). Writes each row's keys and values into its state's cache and its final hidden state into the
+   * state's `last`. Rows of two or more states are shared with the decoding thread when it is ready.
    */
   private forwardRows(
     rowState: ReadonlyArray<PolicyState | undefined>,
@@ -365,14 +380,45 @@ export class Policy implements LanguageModel<PolicyState> {
       const id = ids[b]!
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new RangeError(`token id ${id} out of range`)
     }
-    forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, 0, B)
+    const thread = this.shared && B > 1 && rowState[0] !== rowState[B - 1] ? decodeThread.get() : undefined
+    const chunks = thread?.ready === true ? this.chunksOf(rowState, rowPos, B) : 1
+    if (thread === undefined || chunks < 2) {
+      forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, 0, B)
+      return
+    }
+    thread.share(this as ThreadPolicy, rowState, rowPos, ids, this.chunkStarts.buf, chunks, (from, to) =>
+      forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, from, to)
+    )
+  }
+
+  /**
+   * Cuts B rows into chunks of whole states, each about {@link CHUNKS_PER_STEP}-th of the estimated cost (at least
+   * one state): chunk c is rows `chunkStarts[c] .. chunkStarts[c + 1] - 1`. Returns the number of chunks.
+   */
+  private chunksOf(rowState: ReadonlyArray<PolicyState | undefined>, rowPos: Int32Array, B: number): number {
+    let total = 0
+    for (let b = 0; b < B; b++) total += rowCost(this.config, rowPos[b]!)
+    const target = total / CHUNKS_PER_STEP
+    const starts = this.chunkStarts.need(B + 1)
+    let chunks = 0
+    let cost = 0
+    starts[0] = 0
+    for (let b = 0; b < B; b++) {
+      if (b > 0 && rowState[b] !== rowState[b - 1] && cost >= target) {
+        starts[++chunks] = b
+        cost = 0
+      }
+      cost += rowCost(this.config, rowPos[b]!)
+    }
+    starts[++chunks] = B
+    return chunks
   }
 
   private growState(state: PolicyState): void {
     const row = 2 * this.config.dModel
     const capacity = Math.min(this.contextLength, Math.max(16, state.capacity * 2))
     state.kv = state.kv.map((src) => {
-      const dst = this.make(capacity * row)
+      const dst = this.makeState(capacity * row)
       dst.set(src.subarray(0, state.length * row))
       return dst
     })
