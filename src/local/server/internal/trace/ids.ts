@@ -56,7 +56,39 @@ const ISO = /^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}(?::\d{2})?)(?:\.(\d+))?(Z|[+-]
  * Reads an ISO 8601 timestamp. One in UTC (`Z`, `+00:00` or no offset) keeps its fraction up to microseconds;
  * another offset is converted to UTC with millisecond precision. Undefined when it is not a timestamp.
  */
-export const instant = (text: string): Instant | undefined => {
+export const instant = (text: string): Instant | undefined => canonicalInstant(text) ?? instantOf(text)
+
+const isDigit = (text: string, i: number) => {
+  const c = text.charCodeAt(i)
+  return c >= 48 && c <= 57
+}
+
+/** The character positions of the digits of `YYYY-MM-DDTHH:MM:SS`. */
+const DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+
+/**
+ * {@link instantOf} of the form clients send (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`, as `toISOString` writes it),
+ * read without its regular expressions; `undefined` for any other form (or a date `Date.parse` refuses), which
+ * {@link instantOf} then reads.
+ */
+const canonicalInstant = (text: string): Instant | undefined => {
+  const length = text.length
+  if (length < 20 || text.charCodeAt(length - 1) !== 90 /* Z */) return undefined
+  if (text[4] !== "-" || text[7] !== "-" || text[10] !== "T" || text[13] !== ":" || text[16] !== ":") return undefined
+  for (const i of DIGITS) if (!isDigit(text, i)) return undefined
+  let micro = 0
+  if (length > 20) {
+    if (text[19] !== "." || length === 21) return undefined
+    for (let i = 20; i < length - 1; i++) if (!isDigit(text, i)) return undefined
+    for (let i = 20; i < 26; i++) micro = micro * 10 + (i < length - 1 ? text.charCodeAt(i) - 48 : 0)
+  }
+  const seconds = Date.parse(`${text.slice(0, 19)}Z`)
+  if (!Number.isFinite(seconds)) return undefined
+  return { iso: length <= 27 ? text : `${text.slice(0, 26)}Z`, micros: seconds * 1000 + micro }
+}
+
+/** {@link instant} by its regular expressions, for every form it takes. */
+export const instantOf = (text: string): Instant | undefined => {
   const match = ISO.exec(text.trim())
   if (match === null) return undefined
   const [, date, clock, fraction = "", offset = "Z"] = match
