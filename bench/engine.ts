@@ -4,14 +4,16 @@
  * distinct prompts), beside the FLOP/s of a plain typed-array matrix multiply (256^3, naive i-k-j over
  * Float32Array) measured in the same run. Engine FLOPs are counted analytically (matrix products and
  * attention; a training step is 3x the forward pass). Times are the best of several runs. Then completions on
- * the decoding scheduler, as the server runs them: tokens/s of one alone and of 64 at once, batched (the default)
- * and with batching off, side by side. Run:
+ * the decoding scheduler, as the server runs them: tokens/s of one alone and of 64 at once, batched (the default:
+ * steps shared with the decoding thread when there are two cores), batched on one thread, and with batching off,
+ * side by side. Run:
  * `npx tsx bench/engine.ts`.
  */
 import { loadavg } from "node:os"
 import * as Effect from "effect/Effect"
 import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
 import { makeAdamState } from "../src/local/engine/Optimizer.js"
+import { decodeThread } from "../src/local/engine/policy/DecodeThread.js"
 import { logSoftmaxInto } from "../src/local/engine/policy/Kernels.js"
 import { Policy } from "../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken } from "../src/local/engine/policy/PolicyConfig.js"
@@ -233,8 +235,10 @@ interface Run {
   readonly cpu: number
   readonly gapP99: number
 }
-const onScheduler = async (count: number, batched: boolean): Promise<Run> => {
+const threads = decodeThread.enabled
+const onScheduler = async (count: number, batched: boolean, threaded = threads): Promise<Run> => {
   batching.enabled = batched
+  decodeThread.enabled = threaded
   const gaps: Array<number> = []
   let last = performance.now()
   let running = true
@@ -257,6 +261,7 @@ const onScheduler = async (count: number, batched: boolean): Promise<Run> => {
   const cpu = process.cpuUsage(cpu0)
   running = false
   batching.enabled = true
+  decodeThread.enabled = threads
   gaps.sort((a, b) => a - b)
   return {
     wall: (count * TOKENS) / seconds,
@@ -265,19 +270,33 @@ const onScheduler = async (count: number, batched: boolean): Promise<Run> => {
   }
 }
 /** Runs the three configurations in turn, `rounds` times (so that load on the machine falls on all alike). */
-const results = { one: [] as Array<Run>, many: [] as Array<Run>, manyOff: [] as Array<Run> }
+const results = {
+  one: [] as Array<Run>,
+  many: [] as Array<Run>,
+  manyAlone: [] as Array<Run>,
+  manyOff: [] as Array<Run>
+}
+// The decoding thread (on by default with two cores) is started and warmed first.
+await decodeThread.get()?.whenReady()
 await onScheduler(8, true)
+await onScheduler(64, true)
 for (let r = 0; r < 3; r++) {
   results.one.push(await onScheduler(1, true))
   results.many.push(await onScheduler(64, true))
-  results.manyOff.push(await onScheduler(64, false))
+  results.manyAlone.push(await onScheduler(64, true, false))
+  results.manyOff.push(await onScheduler(64, false, false))
 }
 const top = (runs: Array<Run>): Run => ({
   wall: Math.max(...runs.map((x) => x.wall)),
   cpu: Math.max(...runs.map((x) => x.cpu)),
   gapP99: Math.min(...runs.map((x) => x.gapP99))
 })
-const [one, many, manyOff] = [top(results.one), top(results.many), top(results.manyOff)]
+const [one, many, manyAlone, manyOff] = [
+  top(results.one),
+  top(results.many),
+  top(results.manyAlone),
+  top(results.manyOff)
+]
 const show = (name: string, x: Run) =>
   console.log(
     `  ${name.padEnd(30)} ${x.wall.toFixed(0).padStart(6)} tokens/s (${(x.wall / one.wall).toFixed(2)}x one)  ` +
@@ -288,7 +307,8 @@ console.log(
   `completions on the decoding scheduler (${TOKENS} tokens each; best of 3 interleaved runs; load average ${loadavg()[0]!.toFixed(2)}):`
 )
 show("1 completion", one)
-show("64 concurrent, batched", many)
+show(`64 concurrent, batched${decodeThread.enabled ? " (2 threads)" : ""}`, many)
+show("64 concurrent, batched, 1 thread", manyAlone)
 show("64 concurrent, batching off", manyOff)
 console.log(
   `  batched / batching off at 64: ${(many.wall / manyOff.wall).toFixed(2)}x tokens/s, ${(many.cpu / manyOff.cpu).toFixed(2)}x tokens/CPU-s`
