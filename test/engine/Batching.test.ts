@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import { PrefixCache } from "../../src/local/engine/PrefixCache.js"
-import { decodeThread } from "../../src/local/engine/policy/DecodeThread.js"
+import { decodeThread, sharedFloat32 } from "../../src/local/engine/policy/DecodeThread.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeEffect, completeStream, prepare } from "../../src/local/engine/Sampler.js"
@@ -154,6 +154,19 @@ describe("batched decoding", () => {
       expect(idless(together)).toBe(idless(alone))
       expect(thread.stats.shared - before.shared).toBeGreaterThan(10)
       expect(thread.threadRows - before.rows).toBeGreaterThan(100)
+      // The next-token logits of many states: some rows by the thread, the same bits as on this thread alone.
+      const states = Array.from({ length: 40 }, (_, i) => policy.prefill([65 + (i % 26), 66, 67 + (i % 5)]))
+      const V = policy.vocabSize
+      const shared = sharedFloat32(40 * V)
+      const rowsBefore = thread.threadRows
+      thread.waitForThread = true
+      policy.logitsMany(states, shared)
+      thread.waitForThread = false
+      expect(thread.threadRows).toBeGreaterThan(rowsBefore)
+      decodeThread.enabled = false
+      const local = policy.logitsMany(states, new Float32Array(40 * V))
+      decodeThread.enabled = true
+      expect(Array.from(shared)).toEqual(Array.from(local))
     })
   )
 

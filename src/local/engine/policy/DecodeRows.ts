@@ -31,6 +31,8 @@ export class DecodeScratch {
   readonly descending: Int32Array
   readonly acc: Float64Array
   readonly qs: Float64Array
+  /** The final hidden states of the rows whose logits are computed (`headRows`). */
+  readonly f: Grow
 
   constructor(config: PolicyConfig, make: (n: number) => FloatArray) {
     const grow = () => new Grow(make)
@@ -46,6 +48,7 @@ export class DecodeScratch {
     for (let i = 0; i < config.contextLength; i++) this.descending[i] = config.contextLength - 1 - i
     this.acc = new Float64Array(config.dModel)
     this.qs = new Float64Array(config.dModel)
+    this.f = grow()
   }
 }
 
@@ -136,3 +139,30 @@ export const forwardRows = (
  */
 export const rowCost = (config: PolicyConfig, pos: number): number =>
   config.nLayers * (4 * config.dModel * config.dModel + 2 * config.dModel * config.dFf + 2 * config.dModel * (pos + 1))
+
+/**
+ * The next-token logits of rows `from .. to - 1`: row r's, from `rowState[r].last` (a state holding at least one
+ * token), written to `out` at `r * vocabSize`. Each logit is summed in the same order whatever the rows computed
+ * together.
+ */
+export const headRows = (
+  config: PolicyConfig,
+  layout: Layout,
+  P: FloatArray,
+  S: DecodeScratch,
+  rowState: ReadonlyArray<RowTarget | undefined>,
+  out: FloatArray,
+  from: number,
+  to: number
+): void => {
+  const B = to - from
+  if (B <= 0) return
+  const d = config.dModel
+  const V = config.vocabSize
+  const f = S.f.need(B * d)
+  for (let b = 0; b < B; b++) {
+    const last = rowState[from + b]!.last
+    for (let e = 0; e < d; e++) f[b * d + e] = last[e]!
+  }
+  matmulNT(out, from * V, V, f, 0, d, P, layout.wout, d, B, V, d, P, layout.bout, false)
+}

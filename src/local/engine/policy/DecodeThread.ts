@@ -25,7 +25,7 @@
  */
 import { availableParallelism } from "node:os"
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
-import { DecodeScratch, forwardRows, type RowTarget, type DecodeScratch as Scratch } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, headRows, type RowTarget, type DecodeScratch as Scratch } from "./DecodeRows.js"
 import { type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
 /** How long the caller waits for the thread's share of a step before giving the thread up, in milliseconds. */
@@ -42,7 +42,13 @@ const CHUNKS = 6 // the chunks of the step
 const NEXT = 7 // the next chunk to take (both threads add 1 to take one)
 const STATE = 8 // the step's state: IDLE, POSTED (announced), TAKEN (the thread is in it), WITHDRAWN
 const THREAD_ROWS = 9 // the rows the thread has run, in all
+const KIND = 10 // what the step runs: FORWARD (rows of the forward pass) or HEAD (next-token logits of states)
 const CONTROL_SLOTS = 12
+
+/** A step's rows: tokens through the forward pass (`forwardRows`). */
+const FORWARD = 0
+/** A step's rows: states' next-token logits, row r at `r * vocabSize` of the output (`headRows`). */
+const HEAD = 1
 
 const IDLE = 0
 const POSTED = 1
@@ -60,6 +66,7 @@ type ToThread =
       readonly last: Float32Array
     }
   | { readonly type: "rows"; readonly buffer: SharedArrayBuffer }
+  | { readonly type: "out"; readonly out: Float32Array }
   | { readonly type: "forget"; readonly models: ReadonlyArray<number>; readonly states: ReadonlyArray<number> }
 
 interface ThreadData {
@@ -94,6 +101,7 @@ const serve = (data: ThreadData): void => {
   const rowState: Array<RowTarget | undefined> = []
   let rowPos = new Int32Array(0)
   let ids = new Int32Array(0)
+  let out: Float32Array<ArrayBufferLike> = new Float32Array(0)
   const apply = (message: ToThread): void => {
     switch (message.type) {
       case "model":
@@ -110,6 +118,9 @@ const serve = (data: ThreadData): void => {
       case "rows":
         rows = new Int32Array(message.buffer)
         return
+      case "out":
+        out = message.out
+        return
       case "forget":
         for (const id of message.models) models.delete(id)
         for (const id of message.states) states.delete(id)
@@ -125,6 +136,7 @@ const serve = (data: ThreadData): void => {
     }
     // Chunk c is rows starts[c] .. starts[c + 1] - 1; the starts follow the rows' triples.
     const starts = 3 * n
+    const head = Atomics.load(control, KIND) === HEAD
     for (;;) {
       const c = Atomics.add(control, NEXT, 1)
       if (c >= chunks) return
@@ -137,7 +149,8 @@ const serve = (data: ThreadData): void => {
         rowPos[r] = rows[3 * r + 1]!
         ids[r] = rows[3 * r + 2]!
       }
-      forwardRows(model.config, model.layout, model.params, model.scratch, rowState, rowPos, ids, from, to)
+      if (head) headRows(model.config, model.layout, model.params, model.scratch, rowState, out, from, to)
+      else forwardRows(model.config, model.layout, model.params, model.scratch, rowState, rowPos, ids, from, to)
       rowState.fill(undefined, from, to)
       Atomics.add(control, THREAD_ROWS, to - from)
     }
@@ -149,7 +162,6 @@ const serve = (data: ThreadData): void => {
     seen = Atomics.load(control, REQUEST)
     // A step the caller finished alone (withdrawn) is left; once taken, the step cannot change under the thread.
     if (Atomics.compareExchange(control, STATE, POSTED, TAKEN) !== POSTED) continue
-    Atomics.notify(control, STATE)
     const step = Atomics.load(control, REQUEST)
     seen = step
     for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
@@ -186,8 +198,8 @@ export class DecodeThread {
   /** The steps shared, those the thread took part in, and their rows in all. */
   readonly stats = { steps: 0, shared: 0, rows: 0 }
   /**
-   * Whether each step waits for the thread to take it before this thread runs a chunk (so that the thread runs
-   * some of every step): for tests. Otherwise a step the thread has not woken for is run here alone.
+   * Whether each step waits for the thread to take its first chunk before this thread runs one (so that the
+   * thread runs some of every step): for tests. Otherwise a step the thread has not woken for is run here alone.
    */
   waitForThread = false
   private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4))
@@ -196,6 +208,7 @@ export class DecodeThread {
   private rows: Int32Array<SharedArrayBuffer> = new Int32Array(new SharedArrayBuffer(0))
   private step = 0
   private current = 0
+  private out: Float32Array | null = null
   private broken: string | null = null
   private nextId = 1
   private readonly models = new WeakMap<ThreadPolicy, number>()
@@ -246,14 +259,47 @@ export class DecodeThread {
     chunks: number,
     run: (from: number, to: number) => void
   ): void {
+    this.shareKind(FORWARD, policy, rowState, rowPos, ids, null, starts, chunks, run)
+  }
+
+  /**
+   * As {@link share}, for the next-token logits of states (`headRows`): row r's into `out` (in shared memory)
+   * at `r * vocabSize`.
+   */
+  shareHead(
+    policy: ThreadPolicy,
+    rowState: ReadonlyArray<RowTarget | undefined>,
+    out: Float32Array,
+    starts: Int32Array,
+    chunks: number,
+    run: (from: number, to: number) => void
+  ): void {
+    this.shareKind(HEAD, policy, rowState, null, null, out, starts, chunks, run)
+  }
+
+  private shareKind(
+    kind: typeof FORWARD | typeof HEAD,
+    policy: ThreadPolicy,
+    rowState: ReadonlyArray<RowTarget | undefined>,
+    rowPos: Int32Array | null,
+    ids: ArrayLike<number> | null,
+    out: Float32Array | null,
+    starts: Int32Array,
+    chunks: number,
+    run: (from: number, to: number) => void
+  ): void {
     const n = starts[chunks]!
+    if (out !== null && out !== this.out) {
+      this.out = out
+      this.post({ type: "out", out })
+    }
+    Atomics.store(this.control, KIND, kind)
     this.announce(policy, rowState, rowPos, ids, starts, chunks)
     const control = this.control
     if (this.waitForThread) {
+      // Until the thread has taken the first chunk.
       const until = performance.now() + ANSWER_MS
-      while (Atomics.load(control, STATE) === POSTED && performance.now() < until) {
-        Atomics.wait(control, STATE, POSTED, 100)
-      }
+      while (Atomics.load(control, NEXT) === 0 && performance.now() < until) Atomics.wait(control, NEXT, 0, 1)
     }
     try {
       for (;;) {
@@ -277,8 +323,8 @@ export class DecodeThread {
   private announce(
     policy: ThreadPolicy,
     rowState: ReadonlyArray<RowTarget | undefined>,
-    rowPos: Int32Array,
-    ids: ArrayLike<number>,
+    rowPos: Int32Array | null,
+    ids: ArrayLike<number> | null,
     starts: Int32Array,
     chunks: number
   ): void {
@@ -324,8 +370,8 @@ export class DecodeThread {
         this.current = known.id
       }
       rows[3 * r] = this.current
-      rows[3 * r + 1] = rowPos[r]!
-      rows[3 * r + 2] = ids[r]!
+      rows[3 * r + 1] = rowPos === null ? 0 : rowPos[r]!
+      rows[3 * r + 2] = ids === null ? 0 : ids[r]!
     }
     for (let c = 0; c <= chunks; c++) rows[3 * n + c] = starts[c]!
     const control = this.control

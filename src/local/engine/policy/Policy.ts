@@ -41,9 +41,9 @@
  */
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { Rng } from "../Random.js"
-import { DecodeScratch, forwardRows, rowCost } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, headRows, rowCost } from "./DecodeRows.js"
 import { decodeThread, isShared, sharedFloat32, type ThreadPolicy } from "./DecodeThread.js"
-import { type FloatArray, Grow, GrowInt, matmulNT } from "./Kernels.js"
+import { type FloatArray, Grow, GrowInt } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
@@ -52,6 +52,9 @@ import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyC
  * that gets less of the CPU takes fewer, few enough that each chunk's matrix products still batch several rows.
  */
 const CHUNKS_PER_STEP = 8
+
+/** The rows of a chunk of next-token logits shared with the decoding thread (`logitsMany`). */
+const HEAD_CHUNK = 8
 
 /** A sequence being decoded: its keys and values per layer, and the final hidden state of its last token. */
 export class PolicyState implements DecodeState {
@@ -102,7 +105,7 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly shared: boolean
   // decode scratch (rows of states decoded together)
   private readonly scratch: DecodeScratch
-  private readonly decode: Record<"f" | "logits", Grow>
+  private readonly decode: Record<"logits", Grow>
   private readonly logitsOut: Float32Array
   private readonly one: Array<PolicyState> = []
   private readonly rowStateBuf: Array<PolicyState | undefined> = []
@@ -129,7 +132,7 @@ export class Policy implements LanguageModel<PolicyState> {
     this.scratch = new DecodeScratch(config, this.make)
     this.logitsOut = new Float32Array(config.vocabSize)
     const grow = () => new Grow(this.make)
-    this.decode = { f: grow(), logits: grow() }
+    this.decode = { logits: grow() }
     this.batch = new PackedBatch(config, this.layout, params, this.grads, this.make, (n) => this.checkLength(n))
   }
 
@@ -324,22 +327,30 @@ export class Policy implements LanguageModel<PolicyState> {
     out: Float32Array,
     count: number = states.length
   ): Float32Array => {
-    const d = this.config.dModel
     const V = this.vocabSize
     if (out.length < count * V) throw new RangeError("logitsMany: the output buffer is too small")
-    const f = this.decode.f.need(count * d)
     for (let b = 0; b < count; b++) {
-      const s = states[b]!
-      if (s.length === 0) throw new RangeError("logits: the state holds no token")
-      for (let e = 0; e < d; e++) f[b * d + e] = s.last[e]!
+      if (states[b]!.length === 0) throw new RangeError("logits: the state holds no token")
     }
     if (this.float64) {
       const t = this.decode.logits.need(count * V)
-      matmulNT(t, 0, V, f, 0, d, this.params, this.layout.wout, d, count, V, d, this.params, this.layout.bout, false)
+      headRows(this.config, this.layout, this.params, this.scratch, states, t, 0, count)
       for (let i = 0; i < count * V; i++) out[i] = t[i]!
-    } else {
-      matmulNT(out, 0, V, f, 0, d, this.params, this.layout.wout, d, count, V, d, this.params, this.layout.bout, false)
+      return out
     }
+    // Rows of several states into an output in shared memory: shared with the decoding thread when it is ready.
+    const thread = this.shared && count >= 2 * HEAD_CHUNK && isShared(out) ? decodeThread.get() : undefined
+    if (thread === undefined || !thread.ready) {
+      headRows(this.config, this.layout, this.params, this.scratch, states, out, 0, count)
+      return out
+    }
+    const chunks = Math.ceil(count / HEAD_CHUNK)
+    const starts = this.chunkStarts.need(chunks + 1)
+    for (let c = 0; c < chunks; c++) starts[c] = c * HEAD_CHUNK
+    starts[chunks] = count
+    thread.shareHead(this as ThreadPolicy, states, out, starts, chunks, (from, to) =>
+      headRows(this.config, this.layout, this.params, this.scratch, states, out, from, to)
+    )
     return out
   }
 

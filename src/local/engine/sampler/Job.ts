@@ -24,6 +24,7 @@ import type {
 } from "../../../api/ChatCompletion.js"
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { type ExtendableModel, type PromptStates, type PromptWork, promptWork } from "../PrefixCache.js"
+import { sharedFloat32 } from "../policy/DecodeThread.js"
 import { tokenString } from "../Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "../ToolCallText.js"
 import { ChoiceRun, clampLogprob, logSumExp, topIds, Workspace } from "./ChoiceRun.js"
@@ -302,7 +303,7 @@ export class Job<S extends DecodeState> {
   }
 }
 
-let logitsBuffer = new Float32Array(0)
+let logitsBuffer: Float32Array<ArrayBufferLike> = new Float32Array(0)
 
 /**
  * The cost of running rows at positions `from .. from + n - 1`, in units of about a row's matrix products: 560
@@ -377,7 +378,8 @@ export const stepJobs = <S extends DecodeState>(
     for (const run of job.runs) if (!run.finished) sampling.push(run.state)
   }
   const V = model.vocabSize
-  if (logitsBuffer.length < sampling.length * V) logitsBuffer = new Float32Array(sampling.length * V * 2)
+  // In shared memory, so that the decoding thread can write some of the rows (see `policy/DecodeThread.ts`).
+  if (logitsBuffer.length < sampling.length * V) logitsBuffer = sharedFloat32(sampling.length * V * 2)
   const logits = logitsBuffer
   if (sampling.length > 0) model.logitsMany(sampling, logits, sampling.length)
   let row = 0
