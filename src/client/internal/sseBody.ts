@@ -34,6 +34,11 @@ export interface BodySource {
   readonly body: NodeBody
   /** Aborts the request (the platform's abort controller, else the body destroyed). */
   readonly abort: () => void
+  /**
+   * The response the body came with, held for as long as the body is read: the platform aborts the request of a
+   * response that is garbage collected before its body was asked for (as `response.stream` would have asked).
+   */
+  readonly response?: unknown
 }
 
 const isNodeBody = (u: unknown): u is NodeBody => {
@@ -65,6 +70,7 @@ export const nodeBodyOf = (response: HttpClientResponse.HttpClientResponse): Bod
   if (body === undefined || body.readableFlowing !== null || body.readableEnded || body.destroyed) return undefined
   return {
     body,
+    response,
     abort: () => {
       if (!body.destroyed) body.destroy()
       controller?.abort()
@@ -263,6 +269,7 @@ export const decodeBody = <A, E, E2>(
           body.off("end", onEnd)
           body.off("error", onError)
           body.off("close", onClose)
+          // `source` (and so its response, see `BodySource`) is reachable from here until the stream ends.
           if (!ended) source.abort()
         })
       )
