@@ -15,7 +15,10 @@
  *
  * The thread runs the same code (`forwardRows`) over the same bits, so a row's result does not depend on the
  * thread that computed it. It starts on first use and is not waited for: until it is ready, steps run whole on
- * the calling thread. If it fails or does not answer within {@link ANSWER_MS}, the step throws (the batch's
+ * the calling thread. Steps are shared only while sharing measures faster than running them alone (a moving average
+ * of each way's time per unit of estimated work, the other way tried every 16th step): on a machine whose second
+ * core is busy with other work, the thread only costs. If it fails or does not answer within {@link ANSWER_MS},
+ * the step throws (the batch's
  * completions fail with the reason) and later steps run on the calling thread alone. It does not hold the
  * process open. Off on one core, and with `decodeThread.enabled = false`.
  *
@@ -228,6 +231,36 @@ export class DecodeThread {
     this.worker.unref()
     this.worker.on("error", (error) => this.giveUp(`the decoding thread failed: ${error.message}`))
     this.worker.on("exit", (code) => this.giveUp(`the decoding thread exited with code ${code}`))
+  }
+
+  /**
+   * Per way of running a step (alone on the calling thread, or shared), a moving average of its wall time per
+   * unit of estimated cost: what {@link worthSharing} compares.
+   */
+  readonly rates = { alone: Number.NaN, shared: Number.NaN }
+  private decisions = 0
+
+  /**
+   * Whether to share the next step: the way measured faster so far, and on every 16th step the other way (so
+   * that a change, such as another process taking the second core or leaving it, is seen). `waitForThread`
+   * (tests) always shares.
+   */
+  worthSharing(): boolean {
+    if (this.waitForThread) return true
+    this.decisions += 1
+    const { alone, shared } = this.rates
+    if (Number.isNaN(shared)) return true
+    if (Number.isNaN(alone)) return false
+    const faster = shared < alone
+    return this.decisions % 16 === 0 ? !faster : faster
+  }
+
+  /** Records a step's wall time (`ms`) and estimated cost, run alone or shared (see {@link worthSharing}). */
+  record(way: "alone" | "shared", cost: number, ms: number): void {
+    if (cost <= 0) return
+    const rate = ms / cost
+    const old = this.rates[way]
+    this.rates[way] = Number.isNaN(old) ? rate : old + 0.1 * (rate - old)
   }
 
   /** Whether the thread takes shares of steps now (started, and not given up). */

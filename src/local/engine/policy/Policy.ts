@@ -112,6 +112,9 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly rowPosDecode = new GrowInt()
   private readonly rowIds = new GrowInt()
   private readonly chunkStarts = new GrowInt()
+  /** Whether the last decoding step was shared with the decoding thread, and its estimated cost. */
+  private sharing = false
+  private stepCost = 0
   private readonly oneId = new Int32Array(1)
   // training workspace
   private readonly batch: PackedBatch
@@ -338,9 +341,10 @@ export class Policy implements LanguageModel<PolicyState> {
       for (let i = 0; i < count * V; i++) out[i] = t[i]!
       return out
     }
-    // Rows of several states into an output in shared memory: shared with the decoding thread when it is ready.
+    // Rows of several states into an output in shared memory: shared with the decoding thread when it is ready
+    // and the step these logits follow was shared (sharing measured faster), or a test asks for it.
     const thread = this.shared && count >= 2 * HEAD_CHUNK && isShared(out) ? decodeThread.get() : undefined
-    if (thread === undefined || !thread.ready) {
+    if (thread === undefined || !thread.ready || !(this.sharing || thread.waitForThread)) {
       headRows(this.config, this.layout, this.params, this.scratch, states, out, 0, count)
       return out
     }
@@ -394,12 +398,21 @@ export class Policy implements LanguageModel<PolicyState> {
     const thread = this.shared && B > 1 && rowState[0] !== rowState[B - 1] ? decodeThread.get() : undefined
     const chunks = thread?.ready === true ? this.chunksOf(rowState, rowPos, B) : 1
     if (thread === undefined || chunks < 2) {
+      this.sharing = false
       forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, 0, B)
       return
     }
-    thread.share(this as ThreadPolicy, rowState, rowPos, ids, this.chunkStarts.buf, chunks, (from, to) =>
-      forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, from, to)
-    )
+    // Shared or not as measured faster (see `DecodeThread.worthSharing`); the step's logits follow suit.
+    this.sharing = thread.worthSharing()
+    const started = performance.now()
+    if (this.sharing) {
+      thread.share(this as ThreadPolicy, rowState, rowPos, ids, this.chunkStarts.buf, chunks, (from, to) =>
+        forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, from, to)
+      )
+    } else {
+      forwardRows(this.config, this.layout, this.params, this.scratch, rowState, rowPos, ids, 0, B)
+    }
+    thread.record(this.sharing ? "shared" : "alone", this.stepCost, performance.now() - started)
   }
 
   /**
@@ -409,6 +422,7 @@ export class Policy implements LanguageModel<PolicyState> {
   private chunksOf(rowState: ReadonlyArray<PolicyState | undefined>, rowPos: Int32Array, B: number): number {
     let total = 0
     for (let b = 0; b < B; b++) total += rowCost(this.config, rowPos[b]!)
+    this.stepCost = total
     const target = total / CHUNKS_PER_STEP
     const starts = this.chunkStarts.need(B + 1)
     let chunks = 0
