@@ -50,7 +50,7 @@ const out = values.out ?? "assets/base-2k.erlp"
 const started = performance.now()
 let tokens = 0
 let prefixSha256 = ""
-let window = { a: 0, c: 0, n: 0, tokens: 0, at: started }
+let window = { a: 0, c: 0, k: 0, n: 0, tokens: 0, at: started }
 if (values.snapshots !== undefined) mkdirSync(values.snapshots, { recursive: true })
 
 const policy = pretrain(
@@ -60,6 +60,7 @@ const policy = pretrain(
     window = {
       a: window.a + report.assistantLoss,
       c: window.c + report.contextLoss,
+      k: window.k + report.copyLoss,
       n: window.n + 1,
       tokens: window.tokens + report.tokens,
       at: window.at
@@ -68,9 +69,9 @@ const policy = pretrain(
     if (report.step % 10 === 0 || report.step === options.steps) {
       const now = performance.now()
       console.log(
-        `step ${report.step}/${options.steps}  assistant ${(window.a / window.n).toFixed(3)}  context ${(window.c / window.n).toFixed(3)}  lr ${report.learningRate.toExponential(2)}  ${Math.round(window.tokens / ((now - window.at) / 1000))} tok/s  ${((now - started) / 60000).toFixed(1)} min`
+        `step ${report.step}/${options.steps}  assistant ${(window.a / window.n).toFixed(3)}  context ${(window.c / window.n).toFixed(3)}  copied ${(window.k / window.n).toFixed(3)}  lr ${report.learningRate.toExponential(2)}  ${Math.round(window.tokens / ((now - window.at) / 1000))} tok/s  ${((now - started) / 60000).toFixed(1)} min`
       )
-      window = { a: 0, c: 0, n: 0, tokens: 0, at: now }
+      window = { a: 0, c: 0, k: 0, n: 0, tokens: 0, at: now }
     }
     if (values.snapshots !== undefined && report.step % 100 === 0) {
       writeFileSync(join(values.snapshots, `step${report.step}.erlp`), saveCheckpoint(policy))

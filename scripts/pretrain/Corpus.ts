@@ -6,14 +6,21 @@
  * `<tool_call>` format, results in `tool` turns.
  *
  * The mix (each conversation drawn independently, by weight):
- * - tool use (0.30): a tools block of one to three tools, a question, the call of the right tool with the
- *   argument named in the question, its result (a word, a number or a small JSON object), and an answer that
- *   uses it (the bare value, a sentence, or a JSON object holding it);
- * - copying (0.25): a value stated in the prompt, asked back (bare, in a sentence, or as JSON);
- * - JSON (0.13): objects with word and number values, several read from the prompt;
- * - yes/no (0.11): membership, comparison of numbers, whether a word was in a list;
- * - choice (0.11): the one of a few options that answers the question (the larger number, the animal, ...);
- * - small talk and lists (0.10): greetings, short sentences, lists of words of a kind.
+ * - tool use (0.35): a tools block of one to three tools, then one to four rounds of a question, the call of the
+ *   right tool with the argument named in the question, its result (a word, a time, a number or a small JSON
+ *   object), and an answer that uses it (the bare value, `{"answer": value}`, a sentence, or another JSON
+ *   object holding it);
+ * - copying (0.33): a value stated in the prompt asked back (bare, in a sentence, or as JSON), words to repeat,
+ *   one entry of several named by its key;
+ * - JSON (0.10): objects with word and number values, several read from the prompt;
+ * - yes/no (0.08): membership, comparison of numbers, whether a word was in a list;
+ * - choice (0.07): the one of a few options that answers the question (the larger number, the animal, ...);
+ * - small talk and lists (0.07): greetings, short sentences, lists of words of a kind.
+ *
+ * Values that an answer copies (tool results, arguments, words to repeat) are half the time made-up words
+ * (`Draw.word`, some 300,000 of them) rather than words of the lists, so the model cannot answer from memory and
+ * learns to copy; the conversation names them (`copied`) and their copies are marked for the loss. A corpus
+ * can also draw copying drills (`drilling`): copying conversations and tool rounds without the tools block.
  *
  * Tool conversations are ten times longer than the others (their tools block is most of them), so by tokens
  * they are still most of the corpus. All text is printable ASCII. The same seed gives the same conversations, in the same order.
@@ -21,7 +28,7 @@
 import type { Message, Tool } from "../../src/api/ChatMessage.js"
 import { renderPrompt } from "../../src/local/engine/ChatTemplate.js"
 import { Rng } from "../../src/local/engine/Random.js"
-import { IM_END, IM_START } from "../../src/local/engine/Tokenizer.js"
+import { encode, IM_END, IM_START } from "../../src/local/engine/Tokenizer.js"
 
 /** A conversation: its messages, and the tools offered in it. */
 export interface Conversation {
@@ -29,13 +36,21 @@ export interface Conversation {
   readonly messages: ReadonlyArray<Message>
   /** The tools offered (rendered in the leading block). */
   readonly tools?: ReadonlyArray<Tool> | undefined
+  /**
+   * The values the assistant's turns copy from earlier in the conversation (a tool's result, a word of the
+   * prompt): where one occurs in an assistant turn, its tokens are marked as copied.
+   */
+  readonly copied?: ReadonlyArray<string> | undefined
 }
 
-/** A rendered conversation: its token ids, and 1 where a token belongs to an assistant turn. */
+/** A rendered conversation: its token ids, and what each token is (context, assistant, copied). */
 export interface RenderedConversation {
   /** The token ids. */
   readonly ids: ReadonlyArray<number>
-  /** 1 where the token belongs to an assistant turn, else 0. */
+  /**
+   * 0 where the token is context (the prompt, tools, results), 1 where it belongs to an assistant turn, 2 where
+   * it is an assistant turn's copy of a value from earlier in the conversation (`Conversation.copied`).
+   */
   readonly assistant: Uint8Array
 }
 
@@ -69,6 +84,8 @@ const VERBS = ["runs", "jumps", "sleeps", "sings", "walks", "reads", "waits", "l
 const PLACES = ["park", "house", "river", "garden", "market", "school", "road", "hill", "shop", "beach"]
 const CODES = ["kiwi", "maple", "falcon", "orbit", "pixel", "delta", "ember", "lotus", "cobalt", "willow", "nova"]
 const SHOP_ITEMS = [...FRUITS, ...FOODS, ...THINGS] as const
+const CONSONANTS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z"] as const
+const VOWELS = ["a", "e", "i", "o", "u"] as const
 
 /** The kinds of word, by the name a question uses for them. */
 const KINDS: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
@@ -101,6 +118,23 @@ class Draw {
     const out: Array<A> = []
     for (let i = 0; i < k && pool.length > 0; i++) out.push(pool.splice(this.rng.int(pool.length), 1)[0]!)
     return out
+  }
+  /**
+   * A made-up word of two or three syllables (about 300,000 of them): a value no model can have memorised, so
+   * an answer that holds one must copy it.
+   */
+  word(): string {
+    let w = ""
+    for (let i = this.range(2, 3); i > 0; i--) w += this.pick(CONSONANTS) + this.pick(VOWELS)
+    return this.chance(0.3) ? w + this.pick(CONSONANTS) : w
+  }
+  /** A word of a list half the time, else a made-up word. */
+  open(words: ReadonlyArray<string>): string {
+    return this.chance(0.5) ? this.pick(words) : this.word()
+  }
+  /** A name of the list half the time, else a made-up one, capitalised. */
+  openName(words: ReadonlyArray<string>): string {
+    return this.chance(0.5) ? this.pick(words) : cap(this.word())
   }
   /** A number as people write one: mostly small integers, sometimes larger, sometimes with cents. */
   number(): number {
@@ -143,7 +177,17 @@ interface ToolSpec {
   readonly key: string
 }
 
-const TIME = (d: Draw): string => `${d.range(1, 12)}${d.pick(["am", "pm"])}`
+const TIME = (d: Draw): string =>
+  d.chance(0.7)
+    ? `${d.range(1, 12)}${d.pick(["am", "pm"])}`
+    : `${d.range(0, 23)}:${String(d.range(0, 59)).padStart(2, "0")}`
+
+/** The values a tool's argument may take: three to six, of a list or (half of them) made up. */
+const openValues = (d: Draw, words: ReadonlyArray<string>, names: boolean): Array<string> => {
+  const out = d.some(words, d.range(3, 6))
+  for (let i = 0; i < out.length; i++) if (d.chance(0.5)) out[i] = names ? cap(d.word()) : d.word()
+  return [...new Set(out)]
+}
 
 /** The tool families; their names and questions vary, so the model learns the pattern rather than a name. */
 const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
@@ -151,12 +195,12 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["weather", "get_weather", "forecast"]),
     description: d.pick(["Weather in a city", "The current weather of a city", "Get the weather"]),
     param: "city",
-    values: d.some(CITIES, d.range(3, 6)),
+    values: openValues(d, CITIES, true),
     enumerated: d.chance(0.6),
     ask: (d, city) =>
       d.pick([`What is the weather in ${city}?`, `How is the weather in ${city}?`, `Weather in ${city}?`]),
     result: (d) => {
-      const w = d.pick(WEATHERS)
+      const w = d.open(WEATHERS)
       return { value: w, sentence: (city) => d.pick([`It is ${w} in ${city}.`, `The weather in ${city} is ${w}.`]) }
     },
     key: d.pick(["weather", "answer"])
@@ -165,7 +209,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["clock", "time", "get_time"]),
     description: d.pick(["Time in a city", "The local time of a city"]),
     param: "city",
-    values: d.some(CITIES, d.range(3, 6)),
+    values: openValues(d, CITIES, true),
     enumerated: d.chance(0.6),
     ask: (d, city) => d.pick([`What time is it in ${city}?`, `Time in ${city}?`, `What is the time in ${city}?`]),
     result: (d) => {
@@ -178,7 +222,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["price", "get_price", "lookup_price"]),
     description: d.pick(["Price of an item", "The price of an item in the shop", "Look up a price"]),
     param: "item",
-    values: d.some(SHOP_ITEMS, d.range(3, 6)),
+    values: openValues(d, SHOP_ITEMS, false),
     enumerated: d.chance(0.7),
     ask: (d, item) =>
       d.pick([`How much is the ${item}?`, `What is the price of ${item}?`, `What does the ${item} cost?`]),
@@ -192,7 +236,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["stock", "get_stock", "inventory"]),
     description: d.pick(["Units of an item in stock", "How many of an item the shop has"]),
     param: "item",
-    values: d.some(SHOP_ITEMS, d.range(3, 6)),
+    values: openValues(d, SHOP_ITEMS, false),
     enumerated: d.chance(0.7),
     ask: (d, item) => d.pick([`How many ${item} are in stock?`, `How many ${item} do you have?`, `Stock of ${item}?`]),
     result: (d) => {
@@ -205,11 +249,11 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["lookup", "find", "search"]),
     description: d.pick(["Look up a code word", "Find the code of a name", "The code word of a person"]),
     param: "name",
-    values: d.some(NAMES, d.range(3, 6)),
+    values: openValues(d, NAMES, true),
     enumerated: d.chance(0.5),
     ask: (d, name) => d.pick([`What is the code of ${name}?`, `Look up the code word of ${name}.`, `${name}'s code?`]),
     result: (d) => {
-      const c = d.pick(CODES)
+      const c = d.open(CODES)
       return { value: c, sentence: (name) => d.pick([`The code of ${name} is ${c}.`, `${name}'s code is ${c}.`]) }
     },
     key: d.pick(["code", "answer"])
@@ -218,11 +262,11 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["color_of", "get_color", "paint"]),
     description: d.pick(["The color of a thing", "Color of an item"]),
     param: "item",
-    values: d.some(THINGS, d.range(3, 6)),
+    values: openValues(d, THINGS, false),
     enumerated: d.chance(0.6),
     ask: (d, item) => d.pick([`What color is the ${item}?`, `Which color is the ${item}?`]),
     result: (d) => {
-      const c = d.pick(COLORS)
+      const c = d.open(COLORS)
       return { value: c, sentence: (item) => d.pick([`The ${item} is ${c}.`, `It is ${c}.`]) }
     },
     key: d.pick(["color", "answer"])
@@ -231,7 +275,7 @@ const toolFamilies = (d: Draw): ReadonlyArray<ToolSpec> => [
     name: d.pick(["age", "get_age", "age_of"]),
     description: d.pick(["Age of a person", "How old a person is"]),
     param: "name",
-    values: d.some(NAMES, d.range(3, 6)),
+    values: openValues(d, NAMES, true),
     enumerated: d.chance(0.5),
     ask: (d, name) => d.pick([`How old is ${name}?`, `What is the age of ${name}?`]),
     result: (d) => {
@@ -270,9 +314,9 @@ const resultText = (d: Draw, spec: ToolSpec, arg: string, value: string | number
 /** How the answer after a result states it. */
 const answerText = (d: Draw, spec: ToolSpec, value: string | number, sentence: string): string => {
   const r = d.rng.float()
-  if (r < 0.35) return String(value)
-  if (r < 0.65) return sentence
-  if (r < 0.8) return JSON.stringify({ answer: value })
+  if (r < 0.4) return String(value)
+  if (r < 0.55) return sentence
+  if (r < 0.85) return JSON.stringify({ answer: value })
   return JSON.stringify({ [d.pick([spec.key, "answer", "result", "value"])]: value })
 }
 
@@ -285,12 +329,16 @@ const callMessage = (name: string, args: string, id: string): Message =>
 
 const toolMessage = (content: string, id: string): Message => ({ role: "tool", tool_call_id: id, content }) as Message
 
-/** A tool conversation: question, the right call, its result, an answer using it (sometimes twice over). */
+/**
+ * A tool conversation: question, the right call, its result, an answer using it; one to four rounds of it
+ * under one tools block, each result new, so an answer copies the latest result and no other.
+ */
 const toolUse = (d: Draw): Conversation => {
   const families = toolFamilies(d)
   const offered = d.some(families, d.pick([1, 1, 2, 2, 2, 3]))
   const messages: Array<Message> = maybeSystem(d)
-  const rounds = d.chance(0.15) ? 2 : 1
+  const copied: Array<string> = []
+  const rounds = d.pick([1, 1, 1, 1, 2, 2, 2, 3, 3, 4])
   for (let round = 0; round < rounds; round++) {
     const spec = d.pick(offered)
     const arg = d.pick(spec.values)
@@ -299,52 +347,90 @@ const toolUse = (d: Draw): Conversation => {
     messages.push(callMessage(spec.name, JSON.stringify({ [spec.param]: arg }), `call_${round}`))
     messages.push(toolMessage(resultText(d, spec, arg, value), `call_${round}`))
     messages.push(assistant(answerText(d, spec, value, sentence(arg))))
+    copied.push(arg, String(value))
   }
-  return { messages, tools: offered.map(definitionOf) }
+  return { messages, tools: offered.map(definitionOf), copied }
 }
 
 // -----------------------------------------------------------------------------------------------------------
 // Chat
 // -----------------------------------------------------------------------------------------------------------
 
-/** A value stated in the prompt, asked back. */
+/** A value of any kind: a made-up word (most often), a word of a list, a number, a time. */
+const anyValue = (d: Draw): string => {
+  const r = d.rng.float()
+  if (r < 0.45) return d.word()
+  if (r < 0.7) return d.pick<string>([...CODES, ...COLORS, ...FRUITS, ...CITIES, ...ANIMALS])
+  if (r < 0.9) return String(d.number())
+  return TIME(d)
+}
+
+/**
+ * A value stated in the prompt, asked back: a name, a code, words to repeat, a fact in the system turn, a
+ * number, one entry of several. The values are mostly made up, so the answer has to copy them.
+ */
 const copying = (d: Draw): Conversation => {
-  const r = d.int(5)
-  const value = d.pick<string>([...CODES, ...COLORS, ...FRUITS, ...CITIES, String(d.number())])
+  const r = d.int(6)
   if (r === 0) {
-    const name = d.pick(NAMES)
+    const name = d.openName(NAMES)
     return {
       messages: [
         user(d.pick([`My name is ${name}. What is my name?`, `I am ${name}. Who am I?`])),
-        assistant(d.pick([name, `Your name is ${name}.`, `You are ${name}.`]))
-      ]
+        assistant(d.pick([name, `Your name is ${name}.`, `You are ${name}.`, JSON.stringify({ name })]))
+      ],
+      copied: [name]
     }
   }
   if (r === 1) {
+    const value = anyValue(d)
     return {
       messages: [
         user(d.pick([`The code is ${value}. What is the code?`, `Remember ${value}. What did I ask you to remember?`])),
-        assistant(d.pick([value, `The code is ${value}.`, JSON.stringify({ code: value })]))
-      ]
+        assistant(d.pick([value, value, `The code is ${value}.`, JSON.stringify({ answer: value })]))
+      ],
+      copied: [value]
     }
   }
   if (r === 2) {
-    const words = Array.from({ length: d.range(1, 4) }, () => d.pick<string>([...ADJECTIVES, ...ANIMALS, ...COLORS]))
+    const words = Array.from({ length: d.range(1, 8) }, () =>
+      d.chance(0.6) ? d.word() : d.pick<string>([...ADJECTIVES, ...ANIMALS, ...COLORS])
+    )
     const text = words.join(" ")
     return {
-      messages: [user(d.pick([`Repeat after me: ${text}`, `Say "${text}".`, `Echo: ${text}`])), assistant(text)]
+      messages: [user(d.pick([`Repeat after me: ${text}`, `Say "${text}".`, `Echo: ${text}`])), assistant(text)],
+      copied: [text]
     }
   }
   if (r === 3) {
     // A fact in the system or first turn, asked later.
-    const name = d.pick(NAMES)
-    const city = d.pick(CITIES)
+    const name = d.openName(NAMES)
+    const city = d.openName(CITIES)
     return {
       messages: [
         { role: "system", content: `${name} lives in ${city}.` } as Message,
         user(d.pick([`Where does ${name} live?`, `Which city is ${name} in?`])),
         assistant(d.pick([city, `${name} lives in ${city}.`, JSON.stringify({ city })]))
-      ]
+      ],
+      copied: [name, city]
+    }
+  }
+  if (r === 4) {
+    // One entry of several: the value whose key the question names.
+    const keys = d.some(
+      ["code", "color", "word", "name", "city", "price", "count", "score", "time", "key"],
+      d.range(2, 5)
+    )
+    const values = keys.map(() => anyValue(d))
+    const k = d.int(keys.length)
+    const facts = d.chance(0.5)
+      ? keys.map((key, i) => `The ${key} is ${values[i]}.`).join(" ")
+      : JSON.stringify(Object.fromEntries(keys.map((key, i) => [key, values[i]])))
+    return {
+      messages: [
+        user(`${facts} What is the ${keys[k]}?`),
+        assistant(d.pick([values[k]!, JSON.stringify({ answer: values[k] }), `The ${keys[k]} is ${values[k]}.`]))
+      ],
+      copied: [values[k]!]
     }
   }
   const key = d.pick(["price", "total", "count", "score"])
@@ -352,8 +438,9 @@ const copying = (d: Draw): Conversation => {
   return {
     messages: [
       user(`The ${key} is ${n}. What is the ${key}?`),
-      assistant(d.pick([String(n), `The ${key} is ${n}.`, JSON.stringify({ [key]: n })]))
-    ]
+      assistant(d.pick([String(n), `The ${key} is ${n}.`, JSON.stringify({ [key]: n }), JSON.stringify({ answer: n })]))
+    ],
+    copied: [String(n)]
   }
 }
 
@@ -516,13 +603,23 @@ const smallTalk = (d: Draw): Conversation => {
 }
 
 const MIX: ReadonlyArray<readonly [number, (d: Draw) => Conversation]> = [
-  [0.3, toolUse],
-  [0.25, copying],
-  [0.13, json],
-  [0.11, yesNo],
-  [0.11, choice],
-  [0.1, smallTalk]
+  [0.35, toolUse],
+  [0.33, copying],
+  [0.1, json],
+  [0.08, yesNo],
+  [0.07, choice],
+  [0.07, smallTalk]
 ]
+
+/**
+ * A copying drill: a value of the prompt asked back, or tool rounds without the tools block (their calls and
+ * results are all there is), so that nearly every answer is a copy and the conversations are short.
+ */
+const drill = (d: Draw): Conversation => {
+  if (d.chance(0.6)) return copying(d)
+  const { tools: _, ...rest } = toolUse(d)
+  return rest
+}
 
 /** The next conversation of a corpus. */
 const conversation = (d: Draw): Conversation => {
@@ -536,7 +633,8 @@ const conversation = (d: Draw): Conversation => {
 
 /**
  * Render a conversation with the engine's chat template (no generation prompt), marking the tokens of its
- * assistant turns: the body after `<|im_start|>assistant\n` and the `<|im_end|>` that closes it.
+ * assistant turns (the body after `<|im_start|>assistant\n` and the `<|im_end|>` that closes it) with 1, and
+ * those of its turns' copies of the conversation's `copied` values with 2.
  */
 export const render = (c: Conversation): RenderedConversation => {
   const { ids } = renderPrompt(c.messages, { tools: c.tools, addGenerationPrompt: false })
@@ -552,6 +650,15 @@ export const render = (c: Conversation): RenderedConversation => {
       inside = true
     }
   }
+  for (const value of c.copied ?? []) {
+    const bytes = encode(value)
+    if (bytes.length === 0) continue
+    for (let i = 0; i + bytes.length <= ids.length; i++) {
+      if (assistant[i] !== 0 && bytes.every((b, k) => ids[i + k] === b && assistant[i + k] !== 0)) {
+        assistant.fill(2, i, i + bytes.length)
+      }
+    }
+  }
   return { ids, assistant }
 }
 
@@ -561,9 +668,11 @@ export class Corpus {
   constructor(seed: number) {
     this.draw = new Draw(new Rng(seed))
   }
+  /** Whether the next conversations are copying drills (`drill`) rather than the mix. */
+  drilling = false
   /** The next conversation. */
   next(): Conversation {
-    return conversation(this.draw)
+    return this.drilling ? drill(this.draw) : conversation(this.draw)
   }
   /** The next conversation, rendered. */
   nextRendered(): RenderedConversation {

@@ -2,8 +2,8 @@
  * The pretrained base model `effect-rl/base-2k`: its shipped weights are the ones the script's run recorded (the
  * SHA-256 beside them, and the record's options are the script's), the first steps of that run reproduce the
  * checksum it recorded after them, the embedded backend serves it from the file beside the random-init models,
- * and it writes ASCII where the random-init model of the same shape writes noise. The corpus is seeded and
- * printable ASCII.
+ * and it copies a tool's result into its answer and writes ASCII where the random-init model of the same shape
+ * guesses and writes noise. The corpus is seeded and printable ASCII, and marks the values its answers copy.
  */
 import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -31,7 +31,7 @@ const record = JSON.parse(readFileSync(new URL(`${PRETRAINED_WEIGHTS_URL.href}.j
 }
 
 /** The checksum of the weights after the shipped run's first `PREFIX_STEPS` steps. */
-const PREFIX_SHA256 = "caa20a6fa5091a29b05809189d406bdcc9f93e8ab64ac23bab078362e83d50de"
+const PREFIX_SHA256 = "6cfe8a8c0039740ba4aaa6433fe19515a0e2fc7509e5a076b8f50800d095af3f"
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
@@ -44,6 +44,44 @@ const printableShare = (policy: Policy): number => {
   )
   const bytes = response.choices.flatMap((c) => [...new TextEncoder().encode(c.message.content ?? "")])
   return bytes.filter((b) => (b >= 0x20 && b < 0x7f) || b === 0x0a).length / bytes.length
+}
+
+/** How many of eight held-out tool results a policy copies into an answer constrained to the eight values. */
+const copiedChoices = (policy: Policy): number => {
+  const cities = ["Oslo", "Paris", "Lima", "Cairo"]
+  const values = ["sunny", "rainy", "windy", "foggy", "1am", "3pm", "7am", "9pm"]
+  const parameters = { type: "object", required: ["city"], properties: { city: { type: "string", enum: cities } } }
+  const tools = [
+    { type: "function", function: { name: "weather", description: "Weather in a city", parameters } },
+    { type: "function", function: { name: "clock", description: "Time in a city", parameters } }
+  ] as const
+  let right = 0
+  values.forEach((value, i) => {
+    const city = cities[i % 4]!
+    const name = i < 4 ? "weather" : "clock"
+    const response = complete(
+      policy,
+      {
+        messages: [
+          { role: "user", content: i < 4 ? `What is the weather in ${city}?` : `What time is it in ${city}?` },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "c", type: "function", function: { name, arguments: JSON.stringify({ city }) } }]
+          },
+          { role: "tool", tool_call_id: "c", content: value }
+        ],
+        tools: [...tools],
+        tool_choice: "none",
+        structured_outputs: { choice: values },
+        temperature: 1,
+        seed: 10 + i
+      },
+      { modelName: "test" }
+    )
+    if (response.choices[0]?.message.content === value) right++
+  })
+  return right
 }
 
 describe("the pretrained base model", () => {
@@ -68,6 +106,11 @@ describe("the pretrained base model", () => {
     expect(policy.contextLength).toBe(2048)
     const bytesOf = (a: Float32Array | Float64Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength)
     expect(sha256(bytesOf(policy.params))).toBe(sha256(bytesOf(loadCheckpoint(shipped).policy.params)))
+  })
+
+  it("copies a tool's result into a constrained answer, where the random-init model of its shape guesses", () => {
+    expect(copiedChoices(basePolicy(PRETRAINED_MODEL)!)).toBeGreaterThanOrEqual(7)
+    expect(copiedChoices(basePolicy(LONG_CONTEXT_MODEL)!)).toBeLessThanOrEqual(3)
   })
 
   it("writes printable ASCII where the random-init model of its shape writes noise", () => {
@@ -109,5 +152,23 @@ describe("the pretraining corpus", () => {
     })
     const marked = decode(rendered.ids.filter((_, i) => rendered.assistant[i] === 1))
     expect(marked).toBe('<tool_call>\n{"name":"weather","arguments":{"city":"Oslo"}}\n</tool_call>It is foggy in Oslo.')
+  })
+
+  it("marks an assistant turn's copies of the conversation's copied values, and not the values elsewhere", () => {
+    const rendered = render({
+      messages: [
+        { role: "user", content: "The code is bazumo. What is the code?" },
+        { role: "assistant", content: '{"answer":"bazumo"}' }
+      ],
+      copied: ["bazumo"]
+    })
+    const word = [..."bazumo"].map((ch) => ch.charCodeAt(0))
+    const starts = rendered.ids.flatMap((_, i) => (word.every((b, k) => rendered.ids[i + k] === b) ? [i] : []))
+    expect(starts).toHaveLength(2)
+    const at = starts[1]!
+    const marks = [...rendered.assistant]
+    expect(marks.slice(at, at + 6)).toEqual([2, 2, 2, 2, 2, 2])
+    expect(marks.filter((m) => m === 2)).toHaveLength(6)
+    expect(decode(rendered.ids.filter((_, i) => rendered.assistant[i] === 1))).toBe('{"answer":""}')
   })
 })
