@@ -82,7 +82,19 @@ const nearJson = FastCheck.letrec((tie) => ({
   )
 })).value
 
+/**
+ * Whether a value holds an object with an own `__proto__` key (as `JSON.parse('{"__proto__": ...}')` gives):
+ * there the fast paths and the plain schemas differ on purpose. A plain record's decoding assigns each key, and
+ * assigning `__proto__` sets the new object's prototype instead (the key is lost); the fast paths keep the
+ * parsed value as it is, key and all (see the test below). fast-check generates such keys now and then.
+ */
+const hasProtoKey = (value: unknown): boolean =>
+  typeof value === "object" &&
+  value !== null &&
+  (Object.hasOwn(value, "__proto__") || Object.values(value).some(hasProtoKey))
+
 const sameAs = <A>(fastSchema: Schema.Schema<A>, plainSchema: Schema.Schema<A>, value: unknown) => {
+  if (hasProtoKey(value)) return
   for (const [fast, plain] of [
     [Schema.decodeUnknownEither(fastSchema), Schema.decodeUnknownEither(plainSchema)],
     [Schema.encodeUnknownEither(fastSchema), Schema.encodeUnknownEither(plainSchema)]
@@ -112,6 +124,18 @@ describe("the fast path of JSON values", () => {
       FastCheck.property(nearJson, (value) => sameAs(JsonObject, PlainJsonObject, value)),
       { numRuns: 500 }
     )
+  })
+
+  it("keeps an own __proto__ key of parsed JSON as data (the plain record would set the prototype instead)", () => {
+    const parsed = JSON.parse('{"a": 1, "__proto__": {"polluted": true}}') as Record<string, unknown>
+    for (const schema of [JsonValue, JsonObject] as const) {
+      const decoded = Schema.decodeUnknownSync(schema as Schema.Schema<unknown>)(parsed) as object
+      expect(Object.hasOwn(decoded, "__proto__")).toBe(true)
+      expect(Object.getPrototypeOf(decoded)).toBe(Object.prototype)
+      expect((decoded as { polluted?: unknown }).polluted).toBeUndefined()
+    }
+    const plain = Schema.decodeUnknownSync(PlainJsonObject)(parsed) as object
+    expect(Object.hasOwn(plain, "__proto__")).toBe(false)
   })
 
   it("passes parsed JSON through as it is, and still refuses what is not JSON", () => {
@@ -227,7 +251,7 @@ describe("the fast path of call/upsert_batch bodies", () => {
         sameAs(CallCreateBatchReq, PlainBatch, value)
         const fast = Schema.decodeUnknownEither(CallCreateBatchReq)(value)
         const plain = Schema.decodeUnknownEither(PlainBatch)(value)
-        if (fast._tag === "Right" && plain._tag === "Right") {
+        if (fast._tag === "Right" && plain._tag === "Right" && !hasProtoKey(value)) {
           expect(JSON.stringify(fast.right)).toBe(JSON.stringify(plain.right))
         }
       }),
