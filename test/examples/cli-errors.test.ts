@@ -1,13 +1,14 @@
 /**
  * The command's failures, as a user meets them: one sentence on stderr saying what failed and what to do, no
  * stack trace, exit code 2 for a refused invocation (and nothing written before it) and 1 for a failure;
- * `--help` on every subcommand. Each case is a real `effect-rl` process (the sources through tsx).
+ * `--help` on every subcommand. Each case is a real `effect-rl` process (`test/support/cli.ts`).
  */
 import { spawn } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliArgs } from "../support/cli.js"
 
 const root = join(import.meta.dirname, "..", "..")
 const dirs: Array<string> = []
@@ -35,7 +36,7 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
       EFFECT_RL_INFERENCE_URL: _inference,
       ...inherited
     } = process.env
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    const child = spawn(process.execPath, cliArgs(...args), {
       cwd: root,
       env: { ...inherited, HOME: tempDir(), ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -145,13 +146,17 @@ describe("effect-rl failures", () => {
   }, 60_000)
 
   it("runner: without the backend's settings, or with no cluster URL, one sentence and exit code 1", async () => {
+    // A module that exports no agents (a plain JS module: the compiled bin, as Node, imports JSON only with an
+    // import attribute).
+    const module = join(tempDir(), "no-agents.mjs")
+    writeFileSync(module, "export const notAgents = 1\n")
     const [unset, badUrl, noAgents] = await Promise.all([
       run(["runner", "--cluster", "postgres://db/rl"]),
       run(["runner", "--cluster", "mysql://user:secret@db/rl"], {
         EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9",
         WANDB_API_KEY: "erl-secret-0123456789"
       }),
-      run(["runner", "--cluster", "sqlite:x.db", "--agents", "package.json"], {
+      run(["runner", "--cluster", "sqlite:x.db", "--agents", module], {
         EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9",
         WANDB_API_KEY: "erl-secret-0123456789"
       })
@@ -163,7 +168,7 @@ describe("effect-rl failures", () => {
       "effect-rl runner: 'mysql://***@db/rl' is no cluster URL: use postgres://user:password@host:port/db or sqlite:<file>"
     )
     expect(noAgents.code).toBe(1)
-    expect(noAgents.stderr.trim()).toMatch(/^effect-rl runner: no agents in package\.json: export `agents`/)
+    expect(noAgents.stderr.trim()).toMatch(/^effect-rl runner: no agents in .*no-agents\.mjs: export `agents`/)
     for (const outcome of [unset, badUrl, noAgents]) expect(noStack(outcome.stderr)).toBe(true)
   }, 60_000)
 })

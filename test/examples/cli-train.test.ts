@@ -4,8 +4,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliArgs } from "../support/cli.js"
 
 const root = new URL("../../", import.meta.url).pathname
 const children: Array<ChildProcess> = []
@@ -13,10 +13,10 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
 })
 
-/** Runs the CLI from source (one process: `node --import tsx`, so signals reach it directly). */
+/** Runs the CLI (one Node process, so signals reach it directly; `test/support/cli.ts`). */
 const cli = (args: ReadonlyArray<string>) => {
   const { WANDB_API_KEY: _, ...env } = process.env
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], {
+  const child = spawn(process.execPath, cliArgs(...args), {
     cwd: root,
     env,
     stdio: ["ignore", "pipe", "pipe"]

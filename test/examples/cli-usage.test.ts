@@ -4,7 +4,7 @@
  * has no escape codes, typed values (`--port <port>`), optional flags in brackets, lines within 80 columns and
  * usage lines beginning `effect-rl`; in a terminal it is bold and fits the terminal's width, unless `NO_COLOR`
  * is set; an empty `WANDB_API_KEY=` counts as unset (the embedded backend, not the hosted service). Each case is
- * a real `effect-rl` process (the sources through tsx); the terminal ones run under util-linux `script`, which
+ * a real `effect-rl` process (`test/support/cli.ts`); the terminal ones run under util-linux `script`, which
  * gives the process a pseudo-terminal.
  */
 import { spawn, spawnSync } from "node:child_process"
@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliArgs, cliShell } from "../support/cli.js"
 
 const root = join(import.meta.dirname, "..", "..")
 const dirs: Array<string> = []
@@ -46,7 +47,7 @@ const baseEnv = () => {
 /** Runs `effect-rl <args>` with `env`, stdout and stderr piped. */
 const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<Outcome>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+    const child = spawn(process.execPath, cliArgs(...args), {
       cwd: root,
       env: { ...baseEnv(), ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -175,7 +176,7 @@ describe("effect-rl --help", () => {
   /** `effect-rl serve --help` in a pseudo-terminal `columns` wide (util-linux `script`), with `env`. */
   const inTerminal = (columns: number, env: Record<string, string>) =>
     new Promise<Outcome>((resolve) => {
-      const command = `stty cols ${columns}; exec "${process.execPath}" --import tsx src/cli/main.ts serve --help`
+      const command = `stty cols ${columns}; exec ${cliShell("serve", "--help")}`
       // A person's terminal: TERM says it has colours, and no CI variable (with CI set, Node's hasColors() says 2).
       const person: Record<string, string | undefined> = { ...baseEnv() }
       delete person.CI

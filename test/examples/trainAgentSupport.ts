@@ -1,5 +1,5 @@
 /**
- * `effect-rl train-agent` run as a user runs it (from source, on the embedded backend, as a child process),
+ * `effect-rl train-agent` run as a user runs it (on the embedded backend, as a child process: `test/support/cli.ts`),
  * for the command's tests: its exit code and output, the summary line, and whether an agent process still runs.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { cliArgs } from "../support/cli.js"
 
 /** The repository's root. */
 export const root = new URL("../../", import.meta.url).pathname
@@ -18,14 +19,14 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-/** Runs `effect-rl train-agent` from source, on the embedded backend, to its end (`started` sees it start). */
+/** Runs `effect-rl train-agent` on the embedded backend, to its end (`started` sees it start). */
 export const trainAgent = async (
   args: ReadonlyArray<string>,
   extraEnv: Readonly<Record<string, string>> = {},
   started?: (child: ChildProcess, output: () => string) => void
 ) => {
   const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), "train-agent", ...args], {
+  const child = spawn(process.execPath, cliArgs("train-agent", ...args), {
     cwd: root,
     env: { ...env, ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"]

@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliArgs } from "../support/cli.js"
 
 const root = new URL("../../", import.meta.url).pathname
 
@@ -20,13 +21,13 @@ interface Running {
 }
 
 /**
- * Spawns `effect-rl serve` and waits for the line with its URL. One process (`node --import tsx`), as the
+ * Spawns `effect-rl serve` and waits for the line with its URL. One Node process (`test/support/cli.ts`), as the
  * installed bin runs: the `tsx` binary would start a second Node process to relay signals to.
  */
 const serve = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<Running>((resolve, reject) => {
     const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", ...args], {
+    const child = spawn(process.execPath, cliArgs("serve", "--port", "0", ...args), {
       cwd: root,
       env: { ...inherited, ...env },
       stdio: ["ignore", "pipe", "pipe"]
@@ -52,7 +53,7 @@ const serve = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
 const serveRefused = (args: ReadonlyArray<string>) =>
   new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve, reject) => {
     const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", ...args], {
+    const child = spawn(process.execPath, cliArgs("serve", "--port", "0", ...args), {
       cwd: root,
       env: inherited,
       stdio: ["ignore", "pipe", "pipe"]

@@ -28,6 +28,7 @@ import * as Store from "../../src/local/store/Store.js"
 import * as Gather from "../../src/workflow/Gather.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
+import { cliArgs } from "../support/cli.js"
 import { API_KEY } from "../support/clients.js"
 import { pick, reward } from "../workflow/support.js"
 
@@ -159,9 +160,9 @@ describe("damaged files", () => {
   )
 })
 
-/** Runs `effect-rl` from source to its end. */
+/** Runs `effect-rl` to its end (`test/support/cli.ts`). */
 const effectRl = (...args: ReadonlyArray<string>) =>
-  spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
+  spawnSync(process.execPath, cliArgs(...args), {
     cwd: new URL("../../", import.meta.url).pathname,
     encoding: "utf8",
     timeout: 60_000
