@@ -76,7 +76,8 @@ describe("the training thread", () => {
             send("POST", "/v1/chat/completions", {
               model: base,
               messages: [{ role: "user", content: "go" }],
-              max_tokens: 300,
+              // Long enough to outlast the probes with decoding shared by two threads.
+              max_tokens: 480,
               ignore_eos: true,
               seed
             }),
