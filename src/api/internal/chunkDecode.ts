@@ -9,33 +9,20 @@
  * @internal
  */
 import type { ChatCompletionChunk } from "../ChatCompletion.js"
-import { isTokenLogprobArray } from "./fastPath.js"
-
-type Record_ = Record<string, unknown>
+import {
+  has,
+  isIntArray,
+  isNullableInt,
+  isNullableString,
+  isRecord,
+  isTokenLogprobArray,
+  optional,
+  type Record_
+} from "./fastPath.js"
 
 /** Declined: the value is left to the schema. */
 const NO: unique symbol = Symbol("declined")
 type Out<A> = A | typeof NO
-
-const isRecord = (u: unknown): u is Record_ => typeof u === "object" && u !== null && !Array.isArray(u)
-const has = (o: Record_, key: string) => Object.hasOwn(o, key)
-
-const isNullableString = (u: unknown) => u === null || u === undefined || typeof u === "string"
-const isNullableInt = (u: unknown) => u === null || u === undefined || Number.isSafeInteger(u)
-const isIntArray = (u: unknown): boolean => {
-  if (!Array.isArray(u)) return false
-  for (let i = 0; i < u.length; i++) if (!Number.isSafeInteger(u[i])) return false
-  return true
-}
-
-/** Copies the optional keys of `from` that pass `check` (present with `undefined` stays present). */
-const optional = (from: Record_, to: Record_, key: string, check: (u: unknown) => boolean): boolean => {
-  if (!has(from, key)) return true
-  const value = from[key]
-  if (!check(value)) return false
-  to[key] = value
-  return true
-}
 
 const toolFunction = (u: unknown): Out<unknown> => {
   if (u === null || u === undefined) return u

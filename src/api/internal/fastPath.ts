@@ -72,10 +72,35 @@ export const withFastDecode = <A>(full: Schema.Schema<A>, fast: (u: unknown) => 
     }
   )
 
-const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+/** A plain record of a decoded JSON body (the fast decoders' working type). */
+export type Record_ = Record<string, unknown>
+
+/** An object that is not an array. */
+export const isRecord = (u: unknown): u is Record_ => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Whether `o` has `key` as its own (present with `undefined` counts). */
+export const has = (o: Record_, key: string): boolean => Object.hasOwn(o, key)
+
+/** A string, `null` or `undefined`. */
+export const isNullableString = (u: unknown): boolean => u === null || u === undefined || typeof u === "string"
+
+/** A safe integer, `null` or `undefined`. */
+export const isNullableInt = (u: unknown): boolean => u === null || u === undefined || Number.isSafeInteger(u)
+
+/**
+ * Copies the optional key of `from` to `to` when it passes `check` (present with `undefined` stays present);
+ * false when it is there and fails.
+ */
+export const optional = (from: Record_, to: Record_, key: string, check: (u: unknown) => boolean): boolean => {
+  if (!has(from, key)) return true
+  const value = from[key]
+  if (!check(value)) return false
+  to[key] = value
+  return true
+}
 
 /** `Schema.Array(Schema.Int)`: an array of safe integers. */
-const isIntArray = (u: unknown): boolean => {
+export const isIntArray = (u: unknown): boolean => {
   if (!Array.isArray(u)) return false
   for (let i = 0; i < u.length; i++) if (!Number.isSafeInteger(u[i])) return false
   return true
@@ -88,14 +113,14 @@ const isBytes = (u: unknown): boolean => u === undefined || u === null || isIntA
  * Mirrors `TopLogprob` in ../ChatCompletion.ts: keep the two in step (a property test compares them).
  */
 const isTopLogprob = (u: unknown): boolean => {
-  if (!isObject(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
+  if (!isRecord(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
   for (const key in u) if (key !== "token" && key !== "logprob" && key !== "bytes") return false
   return true
 }
 
 /** A `TokenLogprob` with no keys besides its own. Mirrors `TokenLogprob` in ../ChatCompletion.ts. */
 const isTokenLogprob = (u: unknown): boolean => {
-  if (!isObject(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
+  if (!isRecord(u) || typeof u.token !== "string" || !Number.isFinite(u.logprob) || !isBytes(u.bytes)) return false
   const top = u.top_logprobs
   if (top !== undefined) {
     if (!Array.isArray(top)) return false

@@ -8,26 +8,19 @@
  *
  * @internal
  */
-import { isJsonObject, isJsonValue } from "./fastPath.js"
+import {
+  has,
+  isJsonObject,
+  isJsonValue,
+  isNullableInt,
+  isNullableString,
+  isRecord,
+  optional,
+  type Record_
+} from "./fastPath.js"
 
-type Record_ = Record<string, unknown>
-
-const isRecord = (u: unknown): u is Record_ => typeof u === "object" && u !== null && !Array.isArray(u)
-const has = (o: Record_, key: string) => Object.hasOwn(o, key)
-
-const isNullableString = (u: unknown) => u === null || u === undefined || typeof u === "string"
-const isNullableInt = (u: unknown) => u === null || u === undefined || Number.isSafeInteger(u)
 const isNullableBoolean = (u: unknown) => u === null || u === undefined || typeof u === "boolean"
 const isNullableJsonObject = (u: unknown) => u === null || u === undefined || isJsonObject(u)
-
-/** Copies an optional key of `from` that passes `check` (present with `undefined` stays present). */
-const optional = (from: Record_, to: Record_, key: string, check: (u: unknown) => boolean): boolean => {
-  if (!has(from, key)) return true
-  const value = from[key]
-  if (!check(value)) return false
-  to[key] = value
-  return true
-}
 
 /** An open record with its named keys first (in this order), then the others as given. */
 const openRecord = (from: Record_, named: ReadonlyArray<string>, values?: Record_): Record_ => {
