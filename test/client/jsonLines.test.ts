@@ -5,6 +5,7 @@ import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Stream from "effect/Stream"
 import { decodeLines, type Line } from "../../src/client/internal/jsonLines.js"
+import { cutAt } from "../support/utf8.js"
 
 /** The stages `decodeLines` stands for: text, `Stream.splitLines`, numbering, blank lines left out, `mapEffect`. */
 const staged = <A, E, E1>(bytes: Stream.Stream<Uint8Array, E1>, decode: (line: Line) => Either.Either<A, E>) =>
@@ -19,13 +20,7 @@ const staged = <A, E, E1>(bytes: Stream.Stream<Uint8Array, E1>, decode: (line: L
 
 /** The body cut at the given points, as network reads would cut it (inside a CRLF or a UTF-8 sequence too). */
 const reads = (body: Uint8Array, cuts: ReadonlyArray<number>): Stream.Stream<Uint8Array> => {
-  const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<Uint8Array> = []
-  let from = 0
-  for (const point of [...points, body.length]) {
-    pieces.push(body.subarray(from, point))
-    from = point
-  }
+  const pieces = cutAt(body, cuts)
   // Two reads arrive together now and then: a chunk of several pieces.
   return Stream.fromChunks(
     ...pieces.map((piece, i) => (i % 3 === 2 ? Chunk.make(piece, piece.subarray(0, 0)) : Chunk.of(piece)))

@@ -24,6 +24,7 @@ import * as InferenceClient from "../../src/client/InferenceClient.js"
 import { type Decoded, decodeEvents, End, type SseEvent } from "../../src/client/internal/sse.js"
 import { decodeBody, nodeBodyOf } from "../../src/client/internal/sseBody.js"
 import * as FakeService from "../support/FakeService.js"
+import { cutAt } from "../support/utf8.js"
 
 /** Each event's data parsed as JSON (with its type), `[DONE]` ending the stream, data that is not JSON failing it. */
 const decode = (event: SseEvent): Decoded<unknown, string> => {
@@ -33,18 +34,6 @@ const decode = (event: SseEvent): Decoded<unknown, string> => {
   } catch {
     return Either.left(`not JSON: ${event.data}`)
   }
-}
-
-/** The body cut at the given points, as network reads would cut it (inside a CRLF or a UTF-8 sequence too). */
-const cut = (body: Uint8Array, cuts: ReadonlyArray<number>): Array<Uint8Array> => {
-  const points = [...new Set(cuts.map((c) => c % (body.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<Uint8Array> = []
-  let from = 0
-  for (const point of [...points, body.length]) {
-    pieces.push(body.subarray(from, point))
-    from = point
-  }
-  return pieces
 }
 
 const data = FastCheck.oneof(
@@ -104,7 +93,7 @@ describe("SseBody.decodeBody", () => {
     Effect.promise(() =>
       FastCheck.assert(
         FastCheck.asyncProperty(body, FastCheck.array(FastCheck.nat(), { maxLength: 6 }), async (text, cuts) => {
-          const pieces = cut(new TextEncoder().encode(text), cuts)
+          const pieces = cutAt(new TextEncoder().encode(text), cuts)
           const options = { drainAfterEnd: "100 millis" as const, onBodyError: (e: unknown) => `broke: ${String(e)}` }
           const { source } = nodeBody(pieces)
           const ours = await Effect.runPromise(observe(decodeBody(source, decode, options)))
