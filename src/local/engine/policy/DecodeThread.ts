@@ -28,7 +28,7 @@
  */
 import { availableParallelism } from "node:os"
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
-import { DecodeScratch, forwardRows, headRows, type RowTarget, type DecodeScratch as Scratch } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, headRows, type RowTarget } from "./DecodeRows.js"
 import { type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
 /** How long the caller waits for the thread's share of a step before giving the thread up, in milliseconds. */
@@ -92,7 +92,7 @@ interface ThreadModel {
   readonly config: PolicyConfig
   readonly layout: Layout
   readonly params: Float32Array
-  readonly scratch: Scratch
+  readonly scratch: DecodeScratch
 }
 
 const serve = (data: ThreadData): void => {

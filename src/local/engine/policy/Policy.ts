@@ -105,7 +105,8 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly shared: boolean
   // decode scratch (rows of states decoded together)
   private readonly scratch: DecodeScratch
-  private readonly decode: Record<"logits", Grow>
+  /** The float64 policy's logits before they are rounded into a caller's Float32Array (`logitsMany`). */
+  private readonly logits64: Grow
   private readonly logitsOut: Float32Array
   private readonly one: Array<PolicyState> = []
   private readonly rowStateBuf: Array<PolicyState | undefined> = []
@@ -134,8 +135,7 @@ export class Policy implements LanguageModel<PolicyState> {
     this.makeState = this.shared ? sharedFloat32 : this.make
     this.scratch = new DecodeScratch(config, this.make)
     this.logitsOut = new Float32Array(config.vocabSize)
-    const grow = () => new Grow(this.make)
-    this.decode = { logits: grow() }
+    this.logits64 = new Grow(this.make)
     this.batch = new PackedBatch(config, this.layout, params, this.grads, this.make, (n) => this.checkLength(n))
   }
 
@@ -336,7 +336,7 @@ export class Policy implements LanguageModel<PolicyState> {
       if (states[b]!.length === 0) throw new RangeError("logits: the state holds no token")
     }
     if (this.float64) {
-      const t = this.decode.logits.need(count * V)
+      const t = this.logits64.need(count * V)
       headRows(this.config, this.layout, this.params, this.scratch, states, t, 0, count)
       for (let i = 0; i < count * V; i++) out[i] = t[i]!
       return out
