@@ -12,11 +12,15 @@
  * packed tensors; the loss of a step is normalised by that step's assistant tokens.
  *
  * ## Learning rate
- * `learning_rate` is used as given. Without it the policy's own default applies (`DEFAULT_RL_LEARNING_RATE`,
- * 3e-3 with Adam for this ~100k-parameter model). The hosted service's customary 5e-6 is tuned for a LoRA on a
- * 14B model and barely moves this one: a client that sends it trains, but slowly. A caller that wants hosted
- * configurations to learn here can pass `learningRateScale` (e.g. 600 maps 5e-6 to 3e-3); the reported
- * `learning_rate` is the one applied.
+ * `learning_rate` is used as given. Without it the caller's `defaultLearningRate` applies, else
+ * `DEFAULT_RL_LEARNING_RATE` (3e-3 with Adam for this ~100k-parameter model from random weights; SFT's is
+ * `DEFAULT_SFT_LEARNING_RATE`, 1e-3). The local backend passes the default of the job's model's base model
+ * (`baseModels.ts`): the engine's for the random-init models, which must learn everything; 5e-4 for RL from the
+ * pretrained `effect-rl/base-2k`, where 3e-3 unlearns what pretraining taught (a shop agent that must copy a
+ * tool's result: right 0.29 -> 0.00 in 20 steps at 3e-3, at least 0.8 within 20 steps at 5e-4). The hosted
+ * service's customary 5e-6 is tuned for a LoRA on a 14B model and barely moves this one: a client that sends it
+ * trains, but slowly. A caller that wants hosted configurations to learn here can pass `learningRateScale` (e.g.
+ * 600 maps 5e-6 to 3e-3; it multiplies a default too); the reported `learning_rate` is the one applied.
  *
  * ## Config keys
  * Honoured: every published key (`learning_rate`, `ppo`, `epsilon`, `epsilon_high`, `importance_sampling_level`,
@@ -46,7 +50,10 @@ import {
   trajectoryWeights
 } from "./RlLoss.js"
 
-/** The learning rate of RL steps when the config gives none (Adam on the ~100k-parameter policy). */
+/**
+ * The learning rate of RL steps when neither the config nor the caller gives one (Adam on the ~100k-parameter
+ * policy from random weights; see "Learning rate").
+ */
 export const DEFAULT_RL_LEARNING_RATE = 3e-3
 
 /** The learning rate of SFT steps when none is given. */
@@ -86,7 +93,7 @@ export interface RlOptions {
   readonly batchSize?: number | undefined
   /** Tokens per gradient step when no batch size is given (default `packed_sequence_length` or 16,384). */
   readonly maxBatchTokens?: number | undefined
-  /** The learning rate when the config gives none (default `DEFAULT_RL_LEARNING_RATE`). */
+  /** The learning rate when the config gives none (default `DEFAULT_RL_LEARNING_RATE`; the server: the base model's). */
   readonly defaultLearningRate?: number | undefined
   /** Multiplies the learning rate (default 1); see the module comment. */
   readonly learningRateScale?: number | undefined

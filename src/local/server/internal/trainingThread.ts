@@ -36,6 +36,8 @@ export type JobMessage =
       readonly weights: Uint8Array
       readonly step: number
       readonly request: CreateTrainingJob
+      /** The learning rate when the config gives none (the model's base model's; default the engine's). */
+      readonly defaultLearningRate: number | undefined
       readonly learningRateScale: number | undefined
     }
   | {
@@ -44,6 +46,8 @@ export type JobMessage =
       readonly step: number
       readonly request: CreateSftTrainingJob
       readonly data: string
+      /** The learning rate when the config gives none (the model's base model's; default the engine's). */
+      readonly defaultLearningRate: number | undefined
     }
 
 /** What the thread reports about a job, in order. */
@@ -88,8 +92,13 @@ const runJob = (job: JobMessage, post: (report: Report) => void, cancelled: () =
     const optimizer = loaded.optimizer ?? makeAdamState(loaded.policy.parameterCount, {}, loaded.policy.float64)
     const trained =
       job.kind === "rl"
-        ? yield* trainRlJob(loaded.policy, optimizer, job.request, emit, { learningRateScale: job.learningRateScale })
-        : yield* trainSftJob(loaded.policy, optimizer, job.request, job.data, emit)
+        ? yield* trainRlJob(loaded.policy, optimizer, job.request, emit, {
+            defaultLearningRate: job.defaultLearningRate,
+            learningRateScale: job.learningRateScale
+          })
+        : yield* trainSftJob(loaded.policy, optimizer, job.request, job.data, emit, {
+            defaultLearningRate: job.defaultLearningRate
+          })
     return { weights: saveCheckpoint(loaded.policy, optimizer), trained }
   })
   return Effect.runPromise(

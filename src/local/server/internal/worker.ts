@@ -5,7 +5,8 @@
  * ## A job's run
  * 1. Load the model's latest checkpoint (weights, and Adam state when it holds one; a fresh state otherwise).
  * 2. Decode the stored request (`CreateTrainingJob` or `CreateSftTrainingJob`); for SFT read and decode the
- *    JSONL at `training_data_url`.
+ *    JSONL at `training_data_url`. The learning rate the job applies when its config gives none is its model's
+ *    base model's (`learningRatesOf` in `baseModels.ts`; RL's then multiplied by `learningRateScale`).
  * 3. Train on the training thread (`trainingThread.ts`, off the event loop): it reports
  *    `training_started` with `num_sequences`, the number of gradient steps the job will take (computed before
  *    training from the same batching the trainer uses; 0 for an RL job with no trainable group), then one
@@ -37,6 +38,8 @@ import { Checkpoints } from "../../store/Checkpoints.js"
 import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { JobEvents } from "../../store/JobEvents.js"
 import { type Claimed, INTERRUPTED_MESSAGE, type JobRecord, Jobs } from "../../store/Jobs.js"
+import { Models } from "../../store/Models.js"
+import { type LearningRates, learningRatesOf } from "./baseModels.js"
 import * as TrainingThread from "./trainingThread.js"
 import { JobFailure, type ReadTrainingData, readTrainingData } from "./workerData.js"
 import { decodeRequest, type Emitter } from "./workerTraining.js"
@@ -68,10 +71,11 @@ export interface Service {
 /** The job worker service. */
 export class Worker extends Context.Tag("effect-rl/local/server/Worker")<Worker, Service>() {}
 
-/** The checkpoint a job trains from. */
+/** The checkpoint a job trains from, and the learning rates of its model's base model (when it has them). */
 interface Base {
   readonly weights: Uint8Array
   readonly step: number
+  readonly learningRates: LearningRates | undefined
 }
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
@@ -97,11 +101,12 @@ export const endedLine = (id: string, kind: string, step: number, leftOut: Reado
 }
 
 /** Builds the worker over the store (without starting its loop; see {@link layer}). */
-export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs | JobEvents | Checkpoints> =>
+export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs | JobEvents | Checkpoints | Models> =>
   Effect.gen(function* () {
     const jobs = yield* Jobs
     const events = yield* JobEvents
     const checkpoints = yield* Checkpoints
+    const models = yield* Models
     const read = options.readTrainingData ?? readTrainingData
 
     const loadBase = (modelId: string) =>
@@ -111,7 +116,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
           return yield* new JobFailure({ message: `model ${modelId} has no checkpoint to train from` })
         }
         const step = latest.value.step
-        return { weights: yield* checkpoints.weights(modelId, step), step } satisfies Base
+        const learningRates = learningRatesOf((yield* models.get(modelId)).base_model)
+        return { weights: yield* checkpoints.weights(modelId, step), step, learningRates } satisfies Base
       })
 
     const emitter = (jobId: string) =>
@@ -129,12 +135,20 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
             weights: base.weights,
             step: base.step,
             request,
+            defaultLearningRate: base.learningRates?.rl,
             learningRateScale: options.learningRateScale
           }))
         : Effect.gen(function* () {
             const request = yield* decodeRequest(CreateSftTrainingJob, claimed.request)
             const data = yield* read(request.training_data_url)
-            return { kind: "sft" as const, weights: base.weights, step: base.step, request, data }
+            return {
+              kind: "sft" as const,
+              weights: base.weights,
+              step: base.step,
+              request,
+              data,
+              defaultLearningRate: base.learningRates?.sft
+            }
           })
 
     const execute = (claimed: Claimed) =>
@@ -202,7 +216,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
  * The worker, its loop running in the layer's scope: claims and runs jobs until the scope closes (which
  * fails a running job with `INTERRUPTED_MESSAGE`, see the module comment).
  */
-export const layer = (options: Options = {}): Layer.Layer<Worker, never, Jobs | JobEvents | Checkpoints> =>
+export const layer = (options: Options = {}): Layer.Layer<Worker, never, Jobs | JobEvents | Checkpoints | Models> =>
   Layer.scoped(
     Worker,
     Effect.gen(function* () {

@@ -54,8 +54,16 @@ export interface Trained {
 
 /** Options of {@link trainRlJob}. */
 export interface RlJobOptions {
+  /** The learning rate when the config gives none (default the engine's, `DEFAULT_RL_LEARNING_RATE`). */
+  readonly defaultLearningRate?: number | undefined
   /** Multiplies the RL learning rate (see `Trainer`); default 1. */
   readonly learningRateScale?: number | undefined
+}
+
+/** Options of {@link trainSftJob}. */
+export interface SftJobOptions {
+  /** The learning rate when the config gives none (default the engine's, `DEFAULT_SFT_LEARNING_RATE`). */
+  readonly defaultLearningRate?: number | undefined
 }
 
 /** The finite numeric entries of an engine's metrics record, counting the others in `leftOut`. */
@@ -108,7 +116,10 @@ export const trainRlJob = <E, R>(
     yield* emit.started(yield* attempt("invalid experimental_config", () => rlStepCount(groups, config)))
     yield* yieldToEventLoop
     const result = yield* attempt("training failed", () =>
-      trainRl(policy, optimizer, groups, config, { learningRateScale: options.learningRateScale })
+      trainRl(policy, optimizer, groups, config, {
+        defaultLearningRate: options.defaultLearningRate,
+        learningRateScale: options.learningRateScale
+      })
     )
     const leftOut = new Map<string, number>()
     const steps = result.steps.map((step) => asMetrics(step, leftOut))
@@ -133,7 +144,8 @@ export const trainSftJob = <E, R>(
   optimizer: AdamState,
   request: CreateSftTrainingJob,
   data: string,
-  emit: Emitter<E, R>
+  emit: Emitter<E, R>,
+  options: SftJobOptions = {}
 ): Effect.Effect<Trained, JobFailure | E, R> =>
   Effect.gen(function* () {
     const config = request.config
@@ -149,7 +161,7 @@ export const trainSftJob = <E, R>(
     if (size !== "auto" && !(size > 0)) {
       return yield* new JobFailure({ message: `config.batch_size must be a positive integer, got ${size}` })
     }
-    const rates = config?.learning_rate ?? undefined
+    const rates = config?.learning_rate ?? options.defaultLearningRate
     if (Array.isArray(rates) && rates.length === 0) {
       return yield* new JobFailure({ message: "config.learning_rate: an empty list" })
     }
