@@ -1,0 +1,6 @@
+/** The compiled bin (`dist/cli/main.js`). */
+export declare const compiledCli: string
+/** The bin's source (`src/cli/main.ts`). */
+export declare const sourceCli: string
+/** Whether `dist/` was built after the last change to `src/` and `examples/`. */
+export declare const compiledIsFresh: () => boolean
