@@ -92,6 +92,35 @@ describe("models", () => {
       })
     )
 
+    it.scoped("a model's name stops answering completions once its checkpoint or the model is deleted", () =>
+      Effect.gen(function* () {
+        // The server keeps what a name resolved to between completions: a deletion must end that at once.
+        const c = yield* client
+        const complete = (model: string) =>
+          Effect.map(
+            send("POST", "/v1/chat/completions", {
+              model,
+              messages: [{ role: "user", content: "hi" }],
+              max_completion_tokens: 1
+            }),
+            (response) => response.status
+          )
+        const model = yield* c.createModel({ project: "p", name: "served", base_model: base })
+        const step0 = "wandb-artifact:///local/p/served:step0"
+        const latest = "wandb-artifact:///local/p/served"
+        expect([yield* complete(step0), yield* complete(step0), yield* complete(latest)]).toEqual([200, 200, 200])
+        yield* c.deleteCheckpoints(model.id, [0])
+        expect([yield* complete(step0), yield* complete(latest)]).toEqual([404, 404])
+        const again = yield* c.createModel({ project: "p", name: "served2", base_model: base })
+        const name2 = "wandb-artifact:///local/p/served2:step0"
+        expect(yield* complete(name2)).toBe(200)
+        yield* c.deleteModel(again.id)
+        expect(yield* complete(name2)).toBe(404)
+        yield* c.createModel({ project: "p", name: "served2", base_model: base })
+        expect(yield* complete(name2)).toBe(200)
+      })
+    )
+
     it.scoped("delete a model: counts its checkpoints, then 404 everywhere", () =>
       Effect.gen(function* () {
         const c = yield* client

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Checkpoint, type CheckpointPage, DeleteCheckpointsResult, type Order } from "../../api/Model.js"
+import { catalogVersion, countedWrite } from "./internal/catalogVersion.js"
 import { weightsDigest } from "./internal/digest.js"
 import {
   CheckpointRecord,
@@ -25,7 +26,12 @@ import { corrupt, notFound, type StoreError } from "./StoreError.js"
 
 export {
   /** A stored checkpoint without its weights: the wire `Checkpoint` (it encodes as one) with its model and time. */
-  CheckpointRecord
+  CheckpointRecord,
+  /**
+   * The count of writes to the models and checkpoints in this process: what a model name resolves to stays the
+   * same while it is unchanged (see `internal/catalogVersion.ts` for why that holds).
+   */
+  catalogVersion
 }
 
 /** A checkpoint to store. */
@@ -172,7 +178,9 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
         WHERE model_id = ${modelId} AND ${sql.in("step", requested)}`
       const existing = new Set(found.map((row) => row.step))
       if (existing.size > 0) {
-        yield* sql`DELETE FROM checkpoints WHERE model_id = ${modelId} AND ${sql.in("step", [...existing])}`
+        yield* countedWrite(
+          sql`DELETE FROM checkpoints WHERE model_id = ${modelId} AND ${sql.in("step", [...existing])}`
+        )
       }
       return new DeleteCheckpointsResult({
         deleted_count: existing.size,

@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { DeleteModelResult, Model, type ModelCreate, type ModelId } from "../../api/Model.js"
+import { countedWrite } from "./internal/catalogVersion.js"
 import { type CheckpointRecord, insertCheckpoint } from "./internal/rows.js"
 import { decodeRows, isUniqueViolation, nowIso, orDieSql } from "./internal/sql.js"
 import { conflict, notFound, type StoreError } from "./StoreError.js"
@@ -160,7 +161,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, SqlCl
       Effect.gen(function* () {
         const model = yield* get(id)
         const counted = yield* sql<{ readonly n: number }>`SELECT COUNT(*) AS n FROM checkpoints WHERE model_id = ${id}`
-        yield* sql`DELETE FROM models WHERE id = ${id}`
+        yield* countedWrite(sql`DELETE FROM models WHERE id = ${id}`)
         return new DeleteModelResult({
           model_id: model.id,
           deleted_checkpoints: counted[0]?.n ?? 0,

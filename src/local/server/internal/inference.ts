@@ -34,7 +34,7 @@ import { loadCheckpoint } from "../../engine/policy/Checkpoint.js"
 import type { Policy } from "../../engine/policy/Policy.js"
 import { type Prepared, prepare, runRounds } from "../../engine/Sampler.js"
 import { decoding, type Task } from "../../engine/Scheduler.js"
-import { Checkpoints } from "../../store/Checkpoints.js"
+import { Checkpoints, catalogVersion } from "../../store/Checkpoints.js"
 import { Models } from "../../store/Models.js"
 import { BASE_MODEL, baseModelNames, basePolicy } from "./baseModels.js"
 import { type PolicyCache, promptStatesOf } from "./policyCache.js"
@@ -108,6 +108,10 @@ export const resolvePolicy = (
     if (base !== undefined) return Option.some(base)
     const match = ARTIFACT.exec(name)
     if (match === null) return Option.none()
+    // Read before the queries: a write after them makes the entry kept below stale at once.
+    const version = catalogVersion()
+    const known = cache.resolved(name, version)
+    if (known !== undefined) return Option.some(known)
     const [, entity, project, modelName, step] = match
     const model = yield* Effect.flatMap(Models, (m) => m.find(entity, project ?? "", modelName ?? ""))
     if (Option.isNone(model)) return Option.none()
@@ -119,10 +123,14 @@ export const resolvePolicy = (
     if (Option.isNone(checkpoint)) return Option.none()
     const { id, step: at } = checkpoint.value
     const cached = cache.get(id)
-    if (cached !== undefined) return Option.some(cached)
+    if (cached !== undefined) {
+      cache.setResolved(name, version, id)
+      return Option.some(cached)
+    }
     const weights = yield* checkpoints.weights(model.value.id, at)
     const policy = loadCheckpoint(weights).policy
     cache.set(id, policy)
+    cache.setResolved(name, version, id)
     return Option.some(policy)
   }).pipe(
     Effect.catchTag("StoreError", (error) =>

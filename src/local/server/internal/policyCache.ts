@@ -1,7 +1,8 @@
 /**
  * A small LRU of loaded policies by checkpoint id, so chat completions against a trained checkpoint do not
  * decode its weights on every request. Checkpoints are immutable (a step is written once), so an entry never
- * goes stale; a deleted checkpoint is simply no longer resolved.
+ * goes stale; a deleted checkpoint is simply no longer resolved. What a model name (`wandb-artifact:///...`)
+ * resolved to is kept too, for as long as no model or checkpoint has been written since (`catalogVersion`).
  */
 import { PrefixCache } from "../../engine/PrefixCache.js"
 import type { Policy } from "../../engine/policy/Policy.js"
@@ -9,9 +10,14 @@ import type { Policy } from "../../engine/policy/Policy.js"
 /** The default number of policies kept. */
 export const DEFAULT_CAPACITY = 8
 
+/** The most model names whose resolution is kept (all are forgotten at once beyond it). */
+const NAMES_CAPACITY = 1024
+
 /** An LRU of policies by checkpoint id. */
 export class PolicyCache {
   private readonly entries = new Map<string, Policy>()
+  private readonly names = new Map<string, string>()
+  private namesVersion = -1
 
   constructor(readonly capacity: number = DEFAULT_CAPACITY) {}
 
@@ -34,6 +40,29 @@ export class PolicyCache {
       if (oldest.done === true) break
       this.entries.delete(oldest.value)
     }
+  }
+
+  /**
+   * The policy a model name resolved to while the catalogue was at `version` (see `catalogVersion`), if it has
+   * not been written since.
+   */
+  resolved(name: string, version: number): Policy | undefined {
+    if (version !== this.namesVersion) return undefined
+    const id = this.names.get(name)
+    return id === undefined ? undefined : this.get(id)
+  }
+
+  /**
+   * Keeps that a name resolved to a checkpoint at a catalogue version (forgetting every name of an older
+   * version); its policy is the one cached by `set`, for as long as the LRU keeps it.
+   */
+  setResolved(name: string, version: number, id: string): void {
+    if (version !== this.namesVersion) {
+      this.names.clear()
+      this.namesVersion = version
+    }
+    if (this.names.size >= NAMES_CAPACITY) this.names.clear()
+    this.names.set(name, id)
   }
 
   /** How many policies are cached. */

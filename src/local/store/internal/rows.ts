@@ -7,6 +7,7 @@ import { JsonObject } from "../../../api/Json.js"
 import { Checkpoint, CheckpointId, ModelId } from "../../../api/Model.js"
 import { TrainingJobEventType } from "../../../api/TrainingJob.js"
 import { conflict, notFound, type StoreError } from "../StoreError.js"
+import { countedWrite } from "./catalogVersion.js"
 import { weightsDigest } from "./digest.js"
 import { decodeRows, isUniqueViolation, json } from "./sql.js"
 
@@ -69,15 +70,17 @@ export const insertCheckpoint = (
     },
     { disableValidation: true }
   )
-  return sql`INSERT INTO checkpoints ${sql.insert({
-    id: record.id,
-    model_id: record.model_id,
-    step: record.step,
-    metrics: json(record.metrics),
-    weights: blob(input.weights),
-    digest: weightsDigest(input.weights),
-    created_at: record.created_at
-  })}`.pipe(
+  return countedWrite(
+    sql`INSERT INTO checkpoints ${sql.insert({
+      id: record.id,
+      model_id: record.model_id,
+      step: record.step,
+      metrics: json(record.metrics),
+      weights: blob(input.weights),
+      digest: weightsDigest(input.weights),
+      created_at: record.created_at
+    })}`
+  ).pipe(
     Effect.catchIf(isUniqueViolation, () =>
       Effect.fail(conflict(`model ${input.modelId} already has a checkpoint at step ${input.step}`))
     ),
