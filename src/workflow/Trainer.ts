@@ -153,6 +153,11 @@ export interface StateOptions {
 export interface SubmitOptions extends FollowOptions, StateOptions {
   /** The `Idempotency-Key` of the submission (default: derived from model, step and body, see the module). */
   readonly idempotencyKey?: string | undefined
+  /**
+   * Run once the job this call submits is created, before it is followed (not for a job an earlier process
+   * submitted and this call resumes); e.g. to start work that should not slow the submission down.
+   */
+  readonly onSubmitted?: ((jobId: TrainingJobId) => Effect.Effect<void>) | undefined
 }
 
 /** Options of {@link train}. */
@@ -353,6 +358,7 @@ const submitOnce = (policy: Trainable, step: number, submit: Submit) =>
     const modelId = policy.record.id
     if (location === undefined) {
       const job = yield* submit.create.pipe(orAmbiguous(policy, step, submit.idempotencyKey, undefined))
+      if (submit.options.onSubmitted !== undefined) yield* submit.options.onSubmitted(job.id)
       return yield* follow(policy, job.id, submit.options)
     }
     const recorded = yield* resumeRecorded(policy, step, location, submit.options)
@@ -384,6 +390,7 @@ const submitOnce = (policy: Trainable, step: number, submit: Submit) =>
     )
     const submitted = new Submissions.Submission({ ...intent, jobId: job.id, request: undefined })
     yield* Submissions.put(location, submitted).pipe(Effect.mapError(asState))
+    if (submit.options.onSubmitted !== undefined) yield* submit.options.onSubmitted(job.id)
     return resultOf(yield* followRecorded(policy, location, submitted, job.id, submit.options))
   })
 

@@ -470,7 +470,8 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
       step: number,
       groups: ReadonlyArray<TrajectoryGroup>,
       validationMetrics: Metrics.Metrics | undefined,
-      staleness: Staleness | undefined
+      staleness: Staleness | undefined,
+      submitted?: Effect.Effect<void>
     ) =>
       Effect.gen(function* () {
         const train = Metrics.compute(groups)
@@ -478,7 +479,8 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
         const result = yield* Trainer.train(policy, groups, {
           ...options.follow,
           ...(state === undefined ? {} : { state }),
-          ...(options.config === undefined ? {} : { config: options.config })
+          ...(options.config === undefined ? {} : { config: options.config }),
+          ...(submitted === undefined ? {} : { onSubmitted: () => submitted })
         })
         score(step, train, validationMetrics)
         yield* prune(retentionDuring())
@@ -601,7 +603,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
           Effect.flatMap(recorded(at), (found) =>
             found ? Effect.succeed(undefined) : Effect.map(gatherStep(at), (groups) => groups)
           ),
-        train: (at, gathered) =>
+        train: (at, gathered, submitted) =>
           Effect.gen(function* () {
             const validationMetrics = yield* validationAt(at)
             if (gathered === undefined) {
@@ -621,7 +623,7 @@ export const run = <S, A, E, R, ER = never, RR = never, EG = never, RG = never>(
               groups = again.groups
               staleness = { ...again.staleness, dropped: again.staleness.dropped + staleness.dropped }
             }
-            const report = yield* trainOn(at, groups, validationMetrics, staleness)
+            const report = yield* trainOn(at, groups, validationMetrics, staleness, submitted)
             return { ...report, seconds: yield* sinceLastEnd } satisfies StepReport
           }),
         accept: (at, report) =>
