@@ -7,11 +7,11 @@
  * decoding so every move is legal (`structured_outputs.choice` lists the free cells), a game reward with
  * per-rollout metrics, and `TrainingLoop.run` with evaluation on held-out opponents.
  *
- * What to expect on the embedded backend (`npm start`, a 2-core machine, measured): the loop takes 24-30 s
- * (each step's games are played while the step before it trains: `offPolicy: { maxStaleness: 1 }`; on-policy,
- * 32 s); the untrained policy moves at random (first step's mean reward 0.40-0.45); within a dozen steps it
- * learns to open in the centre and to finish its own lines (worth about 0.57 and 0.85 against this opponent),
- * and the mean reward of the last three steps is 0.61-0.63 (three runs). Win = 1, draw = 0.5, loss = 0.
+ * What to expect on the embedded backend (`npm start`, a 2-core machine, measured): the run takes 18-21 s
+ * (each step's games are played while the step before it trains: `offPolicy: { maxStaleness: 1 }`); the
+ * untrained policy moves at random (first step's mean reward 0.39-0.43); within a dozen steps it learns to open
+ * in the centre and to finish its own lines (worth about 0.57 and 0.85 against this opponent), and the mean
+ * reward of the last three steps is 0.56-0.58 (three runs). Win = 1, draw = 0.5, loss = 0.
  *
  * Run: `npm start`, `effect-rl train tictactoe [--steps n]`, or `npx tsx examples/tictactoe.ts [--steps n]`.
  */
@@ -99,7 +99,7 @@ export const reward: Reward.Reward<Game, Result> = ({ value }) =>
   })
 
 /**
- * The example's loop: 12 steps of 8 games x 8 rollouts, 16 held-out opponents evaluated every 5 steps;
+ * The example's loop: 12 steps of 6 games x 8 rollouts, 16 held-out opponents evaluated every 5 steps;
  * `loop` adds options of `TrainingLoop.run` (e.g. `offPolicy: { maxStaleness: 1 }` to gather each step while
  * the step before it trains, as {@link example} does, or where to keep its `state`).
  */
@@ -119,7 +119,7 @@ export const train = (
       validation: Array.from({ length: 16 }, (_, i) => ({ seed: 10_000 + i })),
       rollout: play,
       reward,
-      groupsPerStep: 8,
+      groupsPerStep: 6,
       rolloutsPerGroup: 8,
       steps: options.steps ?? 12,
       evalEvery: 5,
@@ -133,7 +133,7 @@ export const example: Example.Example = {
   name: "tictactoe",
   description:
     "A multi-turn agent learns tic-tac-toe against a scripted opponent (win 1, draw 0.5, loss 0).\n" +
-    "Expect the mean reward to rise from 0.40-0.45 (random play) to about 0.6 over the last three of 12 steps;\n" +
+    "Expect the mean reward to rise from about 0.4 (random play) to 0.55-0.6 over the last three of 12 steps;\n" +
     "each step's games are played while the step before it trains.",
   train: (options) => train(options, { offPolicy: { maxStaleness: 1 } })
 }
