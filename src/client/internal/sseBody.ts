@@ -11,12 +11,12 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import { type Decoded, End, makeScanner, type SseEvent } from "./sse.js"
+import { isLiveClock } from "./timeout.js"
 
 /** The part of a Node `Readable` read here. */
 interface NodeBody {
@@ -80,12 +80,6 @@ export const nodeBodyOf = (response: HttpClientResponse.HttpClientResponse): Bod
 
 /** The options of a decode of one read among others (a character may continue in the next). */
 const STREAM = { stream: true } as const
-
-/**
- * The class of the live `Clock`, whose `sleep` is a `setTimeout`: where the fiber's clock is one, a short wait
- * sets that timer itself rather than racing a sleeping fiber (`Effect.timeout` forks two fibers, ~50 us).
- */
-const LiveClock = Clock.make().constructor
 
 /** No more values: the stream ends. */
 const Done: unique symbol = Symbol("effect-rl/client/SseBody/Done")
@@ -207,10 +201,11 @@ export const decodeBody = <A, E, E2>(
       const drained: Next = Effect.suspend(() => {
         if (dropRead()) return finished
         // A server ends its body right after its last event: a wait of one turn or two, for which the live
-        // clock's sleep (a `setTimeout`) is set directly; under any other clock (a test's), `Effect.timeout`.
+        // clock's sleep (a `setTimeout`) is set directly (`Effect.timeout` forks two fibers, ~50 us); under any
+        // other clock (a test's), `Effect.timeout`.
         return Effect.as(
           Effect.clockWith((clock) =>
-            clock.constructor === LiveClock ? restWithin : Effect.ignore(Effect.timeout(rest, options.drainAfterEnd))
+            isLiveClock(clock) ? restWithin : Effect.ignore(Effect.timeout(rest, options.drainAfterEnd))
           ),
           Done
         )
