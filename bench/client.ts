@@ -3,7 +3,7 @@
  * streamed and whole, one request at a time and 64 in flight, against the same trivial server.
  *
  *   npx tsx bench/client.ts [--requests=2000] [--rounds=5] [--warmup=1] [--events=22] [--paced=1] [--tsx]
- *                           [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
+ *                           [--modes=stream,whole] [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
  *
  * The server is this file run with `--serve` in a SEPARATE process (so that its CPU is not the client's): plain
  * `node:http`, answering `POST /v1/chat/completions` with a canned completion, or with `stream: true` with
@@ -55,6 +55,10 @@ const PACED = intFlag("paced", 1) !== 0
 const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length)
 const PROFILE_LOOPS = intFlag("cpu-prof-loops", 0)
 const PROFILE_CONCURRENCY = intFlag("concurrency", 0)
+/** The modes measured (`--modes=stream` for the streamed paths only). */
+const MODES = (process.argv.find((a) => a.startsWith("--modes="))?.slice("--modes=".length) ?? "stream,whole")
+  .split(",")
+  .filter((m): m is "stream" | "whole" => m === "stream" || m === "whole")
 const MODEL = "bench/tiny"
 const CONCURRENCIES = [1, 64] as const
 
@@ -285,7 +289,7 @@ const main = async () => {
       `bench/client: ${REQUESTS} requests per run, ${ROUNDS} rounds (+${WARMUP} warm-up), ${EVENTS} events per stream` +
         ` (${PACED ? "a turn between writes" : "written at once"}); load ${load0.map((l) => l.toFixed(1)).join(" ")}`
     )
-    const keys = (["stream", "whole"] as const).flatMap((mode) =>
+    const keys = MODES.flatMap((mode) =>
       CONCURRENCIES.map((concurrency) => ({ mode, concurrency, key: `${mode} x${concurrency}` }))
     )
     const samples = new Map<string, Array<Sample>>()

@@ -21,6 +21,10 @@
  *   the store (`TraceCalls.batch`, the same batch sizes, no HTTP, no validation) and read back with
  *   `TraceCalls.query` + `JSON.stringify` per row. The ratios server/baseline are what the HTTP surface, the
  *   request decoding and the derived `summary.weave` cost on top of SQLite.
+ * - a second baseline, "JSON.parse + store.batch": the same run, with each batch's request body (the very string
+ *   the server receives) parsed by `JSON.parse` just before its batch is stored, timed with it. Any HTTP ingest of
+ *   JSON has to parse its bodies; the store alone does not, so the ratio against this line is what the server
+ *   spends beyond parsing and storing (reading the body, validation, the route, the answer).
  * - `--repeats`: the ingest is run that many times, each on a fresh data directory, the server's and the store's
  *   back to back, so that a change of machine load hits both alike; the ratio is taken per repeat and its median
  *   printed with each repeat's (the query runs in the first repeat only); so is the ratio of their CPU seconds
@@ -261,7 +265,7 @@ const storedEnd = (s: Spec): TraceCalls.BatchItem => ({
   }
 })
 
-const baseline = (dataDir: string, withQuery: boolean) =>
+const baseline = (dataDir: string, withQuery: boolean, bodies: ReadonlyArray<string>) =>
   Effect.gen(function* () {
     const calls = yield* TraceCalls.TraceCalls
     const batches: Array<Array<TraceCalls.BatchItem>> = []
@@ -271,19 +275,37 @@ const baseline = (dataDir: string, withQuery: boolean) =>
       for (let i = (k - 1) * BATCH; k > 0 && i < Math.min(CALLS, k * BATCH); i++) items.push(storedEnd(spec(i)))
       batches.push(items)
     }
+    // Each batch stored after its request body is parsed; the parse timed apart (wall and CPU), and kept alive
+    // until its batch is stored, as a server holds it.
+    let parseMs = 0
+    let parseCpu = 0
+    let parsedKeys = 0
     const cpu0 = process.cpuUsage()
     const t0 = performance.now()
-    for (const items of batches) yield* calls.batch(items)
-    const ingestMs = performance.now() - t0
+    for (let k = 0; k < batches.length; k++) {
+      const p0 = performance.now()
+      const c0 = process.cpuUsage()
+      const parsed = JSON.parse(bodies[k]!) as { readonly batch: ReadonlyArray<unknown> }
+      const c = process.cpuUsage(c0)
+      parseCpu += (c.user + c.system) / 1e6
+      parseMs += performance.now() - p0
+      yield* calls.batch(batches[k]!)
+      parsedKeys += parsed.batch.length
+    }
+    const totalMs = performance.now() - t0
     const cpu = process.cpuUsage(cpu0)
-    const ingestCpu = (cpu.user + cpu.system) / 1e6
-    if (!withQuery) return { ingestMs, ingestCpu, queryMs: Number.NaN, rows: 0, bytes: 0 }
+    const totalCpu = (cpu.user + cpu.system) / 1e6
+    if (parsedKeys !== CALLS * 2) throw new Error(`parsed ${parsedKeys} items`)
+    const ingestMs = totalMs - parseMs
+    const ingestCpu = totalCpu - parseCpu
+    const parsing = { parseMs, parseCpu, withParseMs: totalMs, withParseCpu: totalCpu }
+    if (!withQuery) return { ingestMs, ingestCpu, ...parsing, queryMs: Number.NaN, rows: 0, bytes: 0 }
     const t1 = performance.now()
     const records = yield* Effect.orDie(calls.query(PROJECT, {}))
     let bytes = 0
     for (const record of records) bytes += JSON.stringify(record).length + 1
     const queryMs = performance.now() - t1
-    return { ingestMs, ingestCpu, queryMs, rows: records.length, bytes }
+    return { ingestMs, ingestCpu, ...parsing, queryMs, rows: records.length, bytes }
   }).pipe(Effect.provide(Store.layer({ dataDir })))
 
 // ---------------------------------------------------------------------------------------------------------
@@ -324,10 +346,10 @@ const serverRun = async (bodies: ReadonlyArray<string>, withQuery: boolean, cpuP
 }
 
 /** One baseline run (the store alone, in this process) on a fresh data directory. */
-const baselineRun = async (withQuery: boolean) => {
+const baselineRun = async (withQuery: boolean, bodies: ReadonlyArray<string>) => {
   const baseDir = mkdtempSync(join(tmpdir(), "effect-rl-bench-trace-base-"))
   try {
-    return await Effect.runPromise(baseline(baseDir, withQuery))
+    return await Effect.runPromise(baseline(baseDir, withQuery, bodies))
   } finally {
     rmSync(baseDir, { recursive: true, force: true })
   }
@@ -349,6 +371,9 @@ const main = async () => {
 
   const ingestRates: Array<number> = []
   const baseRates: Array<number> = []
+  // The second baseline: JSON.parse of each body, then its batch stored.
+  const parsedRates: Array<number> = []
+  const parsedCpus: Array<number> = []
   // CPU seconds of the ingest: the server process's, and this process's for the store alone.
   const ingestCpus: Array<number> = []
   const baseCpus: Array<number> = []
@@ -360,10 +385,12 @@ const main = async () => {
     ingestRates.push((CALLS / run.ingested.wallMs) * 1000)
     ingestCpus.push(run.ingested.serverCpu)
     if (BASELINE) {
-      const base = await baselineRun(repeat === 0)
+      const base = await baselineRun(repeat === 0, bodies)
       firstBase ??= base
       baseRates.push((CALLS / base.ingestMs) * 1000)
       baseCpus.push(base.ingestCpu)
+      parsedRates.push((CALLS / base.withParseMs) * 1000)
+      parsedCpus.push(base.withParseCpu)
     }
   }
   const { idle, ingested, queried } = first!
@@ -391,6 +418,8 @@ const main = async () => {
   ]
   let ingestRatio: number | undefined
   let ingestCpuRatio: number | undefined
+  let parsedRatio: number | undefined
+  let parsedCpuRatio: number | undefined
   if (BASELINE) {
     const base = firstBase!
     const baseIngestRate = median(baseRates)
@@ -400,8 +429,18 @@ const main = async () => {
     ingestRatio = median(ratios)
     table[1]![5] = `${fmt(ingestRatio, 2)}x`
     table[2]![5] = `${fmt(queryRate / baseQueryRate, 2)}x`
+    const parsedRatios = ingestRates.map((rate, i) => rate / parsedRates[i]!)
+    parsedRatio = median(parsedRatios)
     table.push(
       ["baseline: store.batch", fmt(base.ingestMs, 0), `${fmt(baseIngestRate, 0)} calls/s`, "", "", "1x"],
+      [
+        "baseline: JSON.parse + store.batch",
+        fmt(base.withParseMs, 0),
+        `${fmt(median(parsedRates), 0)} calls/s`,
+        "",
+        "",
+        `(ingest ${fmt(parsedRatio, 2)}x)`
+      ],
       ["baseline: store.query", fmt(base.queryMs, 0), `${fmt(baseQueryRate, 0)} rows/s`, "", "", "1x"]
     )
     console.log(
@@ -416,6 +455,17 @@ const main = async () => {
       `ingest CPU per repeat (s, store alone / server = ratio): ${ingestCpus
         .map((cpu, i) => `${fmt(baseCpus[i]!, 2)} / ${fmt(cpu, 2)} = ${fmt(cpuRatios[i]!, 2)}x`)
         .join("; ")}; median ${fmt(ingestCpuRatio, 2)}x`
+    )
+    // Against the second baseline: JSON.parse of the same bodies, then the store.
+    const parsedCpuRatios = ingestCpus.map((cpu, i) => parsedCpus[i]! / cpu)
+    parsedCpuRatio = median(parsedCpuRatios)
+    console.log(
+      `JSON.parse of the bodies in the store-alone runs: ${fmt(base.parseMs, 0)} ms, ${fmt(base.parseCpu, 2)} CPU s ` +
+        `(first repeat); ingest against JSON.parse + store (calls/s): ${ingestRates
+          .map((rate, i) => `${fmt(rate, 0)} / ${fmt(parsedRates[i]!, 0)} = ${fmt(parsedRatios[i]!, 2)}x`)
+          .join("; ")}; by CPU (s): ${ingestCpus
+          .map((cpu, i) => `${fmt(parsedCpus[i]!, 2)} / ${fmt(cpu, 2)} = ${fmt(parsedCpuRatios[i]!, 2)}x`)
+          .join("; ")}; median ${fmt(parsedCpuRatio, 2)}x`
     )
   }
   printTable(table)
@@ -433,6 +483,8 @@ const main = async () => {
       query_rows_per_s: Math.round(queryRate),
       ...(ingestRatio === undefined ? {} : { ingest_vs_store: Number(ingestRatio.toFixed(3)) }),
       ...(ingestCpuRatio === undefined ? {} : { ingest_vs_store_by_cpu: Number(ingestCpuRatio.toFixed(3)) }),
+      ...(parsedRatio === undefined ? {} : { ingest_vs_parse_and_store: Number(parsedRatio.toFixed(3)) }),
+      ...(parsedCpuRatio === undefined ? {} : { ingest_vs_parse_and_store_by_cpu: Number(parsedCpuRatio.toFixed(3)) }),
       ingest_peak_rss_mb: Math.round(ingested.peakRss / 2 ** 20),
       query_peak_rss_mb: Math.round(queried!.peakRss / 2 ** 20)
     })}`
