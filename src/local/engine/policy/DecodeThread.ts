@@ -27,7 +27,8 @@
  * @since 0.1.0
  */
 import { availableParallelism } from "node:os"
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
+import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker, workerData } from "node:worker_threads"
+import { startModuleThread } from "../../../internal/moduleThread.js"
 import { DecodeScratch, forwardRows, headRows, type RowTarget } from "./DecodeRows.js"
 import { type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
 
@@ -469,17 +470,9 @@ export class DecodeThread {
   }
 }
 
-/**
- * Starts the thread on this module: the compiled `.js` as it is; the `.ts` source (tests, `tsx`) through tsx's
- * loader, registered in the thread before the module is imported (a worker does not inherit its parent's).
- */
-const start = (data: ThreadData, transfer: ReadonlyArray<MessagePort>): Worker => {
-  const self = new URL(import.meta.url)
-  const options = { workerData: data, transferList: [...transfer] }
-  if (!self.pathname.endsWith(".ts")) return new Worker(self, options)
-  const boot = `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(self.href)}) })`
-  return new Worker(boot, { ...options, eval: true })
-}
+/** Starts the thread on this module (see `startModuleThread`). */
+const start = (data: ThreadData, transfer: ReadonlyArray<MessagePort>): Worker =>
+  startModuleThread(import.meta.url, { workerData: data, transferList: [...transfer] })
 
 let current: DecodeThread | undefined
 

@@ -19,11 +19,12 @@
  *
  * @since 0.1.0
  */
-import { isMainThread, parentPort, Worker } from "node:worker_threads"
+import { isMainThread, parentPort, type Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/TrainingJob.js"
+import { startModuleThread } from "../../../internal/moduleThread.js"
 import { makeAdamState } from "../../engine/Optimizer.js"
 import { loadCheckpoint, saveCheckpoint } from "../../engine/policy/Checkpoint.js"
 import type { Emitter, StepMetrics } from "./workerTraining.js"
@@ -140,17 +141,8 @@ if (!isMainThread && parentPort !== null) {
   })
 }
 
-/**
- * Starts the thread on this module: the compiled `.js` as it is; the `.ts` source (tests, `tsx`) through
- * tsx's loader, registered in the thread before the module is imported (a worker does not inherit the
- * loaders of its parent).
- */
-const startThread = (): Worker => {
-  const self = new URL(import.meta.url)
-  if (!self.pathname.endsWith(".ts")) return new Worker(self)
-  const boot = `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(self.href)}) })`
-  return new Worker(boot, { eval: true })
-}
+/** Starts the thread on this module (see `startModuleThread`). */
+const startThread = (): Worker => startModuleThread(import.meta.url)
 
 /** The main thread's side: the thread (when started), and the report queues of the jobs it holds. */
 const state = {
