@@ -7,7 +7,8 @@
  */
 import * as Schema from "effect/Schema"
 import { FunctionCall, Message, Tool } from "./ChatMessage.js"
-import { isTokenLogprobArray, withFastPath } from "./internal/fastPath.js"
+import { chatCompletion, requestFields } from "./internal/chatFastPath.js"
+import { isTokenLogprobArray, withFastCodec, withFastPath } from "./internal/fastPath.js"
 import { JsonObject, JsonValue } from "./Json.js"
 
 /** A `top_logprobs` entry: an alternative token and its log-probability. */
@@ -135,8 +136,8 @@ export type PromptLogprob = typeof PromptLogprob.Type
 /** The service tiers of the convention. */
 export const ServiceTier = Schema.Literal("auto", "default", "flex", "scale", "priority")
 
-/** The chat completion response. */
-export const ChatCompletion = Schema.Struct({
+/** The fields of the response (without the fast path of {@link ChatCompletion}). */
+const ChatCompletionFields = Schema.Struct({
   id: Schema.optional(Schema.String),
   object: Schema.optional(Schema.Literal("chat.completion")),
   created: Schema.optional(Schema.Int),
@@ -151,6 +152,21 @@ export const ChatCompletion = Schema.Struct({
   prompt_token_ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.Int))),
   kv_transfer_params: Schema.optional(Schema.NullOr(JsonObject))
 }).annotations({ identifier: "ChatCompletion" })
+
+/**
+ * The chat completion response. A response as the engine sends it is decoded (and encoded) in one pass by
+ * src/api/internal/chatFastPath.ts, which gives exactly what the plain struct gives; anything it does not take
+ * goes to the struct, so every failure is the struct's own. `fields` are the struct's, as `Schema.Struct` has them.
+ */
+export const ChatCompletion: Schema.Schema<typeof ChatCompletionFields.Type, typeof ChatCompletionFields.Encoded> & {
+  readonly fields: typeof ChatCompletionFields.fields
+} = Object.assign(
+  withFastCodec(ChatCompletionFields, {
+    decode: (u) => chatCompletion(u, true) as typeof ChatCompletionFields.Type | undefined,
+    encode: (u) => chatCompletion(u, false) as typeof ChatCompletionFields.Encoded | undefined
+  }),
+  { fields: ChatCompletionFields.fields }
+)
 /** @see {@link ChatCompletion} */
 export type ChatCompletion = typeof ChatCompletion.Type
 
@@ -370,44 +386,64 @@ const RequestFields = Schema.Struct({
   )
 })
 
+/** The checks across fields of {@link ChatCompletionRequest}, as issues at the fields they are about. */
+const requestIssues = (request: typeof RequestFields.Type): Array<Schema.FilterIssue> => {
+  const issues: Array<Schema.FilterIssue> = []
+  if (request.continue_final_message === true && request.add_generation_prompt !== false) {
+    issues.push({
+      path: ["continue_final_message"],
+      message:
+        "continue_final_message cannot be combined with add_generation_prompt (which defaults to true): set add_generation_prompt to false"
+    })
+  }
+  if (typeof request.top_logprobs === "number" && request.top_logprobs > 0 && request.logprobs !== true) {
+    issues.push({ path: ["top_logprobs"], message: "top_logprobs needs logprobs set to true" })
+  }
+  if (request.stream_options != null && request.stream !== true) {
+    issues.push({ path: ["stream_options"], message: "stream_options is only allowed when stream is true" })
+  }
+  if (request.prompt_logprobs != null && request.stream === true) {
+    issues.push({ path: ["prompt_logprobs"], message: "prompt_logprobs is not available when stream is true" })
+  }
+  const tools = request.tools ?? []
+  const choice = request.tool_choice
+  if (choice === "required" && tools.length === 0) {
+    issues.push({ path: ["tool_choice"], message: 'tool_choice "required" needs tools' })
+  }
+  if (typeof choice === "object" && choice !== null && !tools.some((t) => t.function.name === choice.function.name)) {
+    issues.push({
+      path: ["tool_choice"],
+      message: `tool_choice names the function ${JSON.stringify(choice.function.name)}, which is not in tools`
+    })
+  }
+  return issues
+}
+
+/** The request with its checks across fields, without the fast path of {@link ChatCompletionRequest}. */
+const FullRequest = RequestFields.pipe(Schema.filter(requestIssues)).annotations({
+  identifier: "ChatCompletionRequest"
+})
+
+/**
+ * A request the fast decoder takes, with the checks across fields passed, as `FullRequest` gives it; or
+ * `undefined` (the schema then decides). The request's two sides are the same, so this serves both directions.
+ */
+const fastRequest = (u: unknown): typeof RequestFields.Type | undefined => {
+  const request = requestFields(u) as typeof RequestFields.Type | undefined
+  return request !== undefined && requestIssues(request).length === 0 ? request : undefined
+}
+
 /**
  * The chat completion request with every field, and the checks across fields the engine makes:
  * `continue_final_message` needs `add_generation_prompt: false` (it defaults to true), `top_logprobs > 0`
  * needs `logprobs: true`, `stream_options` and `prompt_logprobs` go only with and without `stream`,
  * `tool_choice: "required"` needs `tools`, and a named `tool_choice` must name one of `tools`.
+ *
+ * A request of the common shapes is decoded (and encoded) in one pass by src/api/internal/chatFastPath.ts, which
+ * gives exactly what the plain schema gives; anything it does not take goes to the plain schema, so every failure
+ * is its own. `from` is the request's fields, as `Schema.filter` exposes them.
  */
-export const ChatCompletionRequest = RequestFields.pipe(
-  Schema.filter((request) => {
-    const issues: Array<Schema.FilterIssue> = []
-    if (request.continue_final_message === true && request.add_generation_prompt !== false) {
-      issues.push({
-        path: ["continue_final_message"],
-        message:
-          "continue_final_message cannot be combined with add_generation_prompt (which defaults to true): set add_generation_prompt to false"
-      })
-    }
-    if (typeof request.top_logprobs === "number" && request.top_logprobs > 0 && request.logprobs !== true) {
-      issues.push({ path: ["top_logprobs"], message: "top_logprobs needs logprobs set to true" })
-    }
-    if (request.stream_options != null && request.stream !== true) {
-      issues.push({ path: ["stream_options"], message: "stream_options is only allowed when stream is true" })
-    }
-    if (request.prompt_logprobs != null && request.stream === true) {
-      issues.push({ path: ["prompt_logprobs"], message: "prompt_logprobs is not available when stream is true" })
-    }
-    const tools = request.tools ?? []
-    const choice = request.tool_choice
-    if (choice === "required" && tools.length === 0) {
-      issues.push({ path: ["tool_choice"], message: 'tool_choice "required" needs tools' })
-    }
-    if (typeof choice === "object" && choice !== null && !tools.some((t) => t.function.name === choice.function.name)) {
-      issues.push({
-        path: ["tool_choice"],
-        message: `tool_choice names the function ${JSON.stringify(choice.function.name)}, which is not in tools`
-      })
-    }
-    return issues
-  })
-).annotations({ identifier: "ChatCompletionRequest" })
+export const ChatCompletionRequest: Schema.Schema<typeof RequestFields.Type> & { readonly from: typeof RequestFields } =
+  Object.assign(withFastCodec(FullRequest, { decode: fastRequest, encode: fastRequest }), { from: RequestFields })
 /** @see {@link ChatCompletionRequest} */
 export type ChatCompletionRequest = typeof ChatCompletionRequest.Type

@@ -182,3 +182,65 @@ export const isJsonValue = (u: unknown): boolean => isJsonAt(u, 0)
 /** Whether a value is a plain object of JSON values (`JsonObject` in ../Json.ts). */
 export const isJsonObject = (u: unknown): boolean =>
   typeof u === "object" && u !== null && !Array.isArray(u) && isJsonRecordAt(u, 0)
+
+/** The two directions of {@link withFastCodec}: each gives what `full` gives, or declines (`undefined`). */
+export interface FastCodec<A, I> {
+  /** From the encoded side (parsed JSON) to what `full` decodes it to. */
+  readonly decode: (u: unknown) => A | undefined
+  /** From the type side to what `full` encodes it to. */
+  readonly encode: (u: unknown) => I | undefined
+}
+
+/**
+ * Parse options under which the fast decoders' results are `full`'s: excess keys dropped, the schema's key order.
+ * (`exact` changes only which inputs fail, and the fast decoders decline those.)
+ */
+const plainOptions = (options: AST.ParseOptions | undefined): boolean =>
+  options === undefined ||
+  ((options.onExcessProperty === undefined || options.onExcessProperty === "ignore") &&
+    options.propertyOrder !== "original")
+
+/**
+ * {@link withFastDecode} for a schema whose two sides differ (defaults applied when decoding, say): one fast
+ * function per direction, each giving exactly what `full` gives (the same keys in the same order, excess keys
+ * dropped) or declining (`undefined`), so that every failure is `full`'s own. The fast functions are used only
+ * for `full` itself, under the default handling of excess keys and key order: a derived schema
+ * (`Schema.typeSchema`, `Schema.encodedSchema`, hence `Schema.is`) and other options go to `full` alone. The
+ * annotations make JSON Schema, arbitraries, pretty-printing and equivalence those of `full`, and keep its
+ * identifier (error messages name the schema by it).
+ */
+export const withFastCodec = <A, I>(full: Schema.Schema<A, I>, fast: FastCodec<A, I>): Schema.Schema<A, I> =>
+  Schema.declare(
+    [full],
+    {
+      decode: (schema) => {
+        const slow = ParseResult.decodeUnknown(schema)
+        if (schema.ast !== full.ast) return slow
+        return (u, options) => {
+          const value = plainOptions(options) ? fast.decode(u) : undefined
+          return value === undefined ? slow(u, options) : ParseResult.succeed(value)
+        }
+      },
+      encode: (schema) => {
+        const slow = ParseResult.encodeUnknown(schema)
+        if (schema.ast !== full.ast) return slow
+        return (u, options) => {
+          const value = plainOptions(options) ? fast.encode(u) : undefined
+          return value === undefined ? slow(u, options) : ParseResult.succeed(value)
+        }
+      }
+    },
+    {
+      ...identifierOf(full.ast),
+      title: String(full.ast),
+      [AST.SurrogateAnnotationId]: full.ast,
+      arbitrary: (arbitrary) => arbitrary,
+      pretty: (pretty) => pretty,
+      equivalence: (equivalence) => equivalence
+    }
+  )
+
+const identifierOf = (ast: AST.AST): { readonly identifier?: string } => {
+  const identifier = AST.getIdentifierAnnotation(ast)
+  return identifier._tag === "Some" ? { identifier: identifier.value } : {}
+}
