@@ -2,7 +2,7 @@
  * Wire-schema benchmark of one chat completion as `npm start` (tic-tac-toe on the embedded backend) makes it:
  * the server's decode of the request (the endpoint's payload), the client's encode of it, the client's decode
  * of the response and the server's encode of it, each with the full schema and with the exported one (which
- * has the fast path of src/api/internal/chatFastPath.ts), in one process.
+ * has the fast path of src/api/internal/chatRequestFastPath.ts and chatCompletionFastPath.ts), in one process.
  *
  *   npx tsx bench/wire.ts [--warmup=2] [--iterations=7] [--ops=2000]
  *

@@ -7,7 +7,8 @@
  */
 import * as Schema from "effect/Schema"
 import { FunctionCall, Message, Tool } from "./ChatMessage.js"
-import { chatCompletion, requestFields } from "./internal/chatFastPath.js"
+import { chatCompletion } from "./internal/chatCompletionFastPath.js"
+import { requestFields } from "./internal/chatRequestFastPath.js"
 import { isTokenLogprobArray, withFastCodec, withFastPath } from "./internal/fastPath.js"
 import { JsonObject, JsonValue } from "./Json.js"
 
@@ -155,7 +156,7 @@ const ChatCompletionFields = Schema.Struct({
 
 /**
  * The chat completion response. A response as the engine sends it is decoded (and encoded) in one pass by
- * src/api/internal/chatFastPath.ts, which gives exactly what the plain struct gives; anything it does not take
+ * src/api/internal/chatCompletionFastPath.ts, which gives exactly what the plain struct gives; anything it does not take
  * goes to the struct, so every failure is the struct's own. `fields` are the struct's, as `Schema.Struct` has them.
  */
 export const ChatCompletion: Schema.Schema<typeof ChatCompletionFields.Type, typeof ChatCompletionFields.Encoded> & {
@@ -439,7 +440,7 @@ const fastRequest = (u: unknown): typeof RequestFields.Type | undefined => {
  * needs `logprobs: true`, `stream_options` and `prompt_logprobs` go only with and without `stream`,
  * `tool_choice: "required"` needs `tools`, and a named `tool_choice` must name one of `tools`.
  *
- * A request of the common shapes is decoded (and encoded) in one pass by src/api/internal/chatFastPath.ts, which
+ * A request of the common shapes is decoded (and encoded) in one pass by src/api/internal/chatRequestFastPath.ts, which
  * gives exactly what the plain schema gives; anything it does not take goes to the plain schema, so every failure
  * is its own. `from` is the request's fields, as `Schema.filter` exposes them.
  */

@@ -6,7 +6,8 @@ import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 import { ChatCompletion, ChatCompletionRequest, StructuredOutputs } from "../../src/api/ChatCompletion.js"
 import { AssistantMessage, SystemMessage, ToolMessage, UserMessage } from "../../src/api/ChatMessage.js"
-import { chatCompletion, requestFields, requestKeys } from "../../src/api/internal/chatFastPath.js"
+import { chatCompletion } from "../../src/api/internal/chatCompletionFastPath.js"
+import { requestFields, requestKeys } from "../../src/api/internal/chatRequestFastPath.js"
 
 /** The schema a fast path stands in front of: the type parameter of its declaration. */
 const plainOf = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, I> =>

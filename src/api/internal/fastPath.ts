@@ -244,3 +244,66 @@ const identifierOf = (ast: AST.AST): { readonly identifier?: string } => {
   const identifier = AST.getIdentifierAnnotation(ast)
   return identifier._tag === "Some" ? { identifier: identifier.value } : {}
 }
+
+/** Declined: a fast decoder's answer for a value it leaves to the schema. */
+export const DECLINED: unique symbol = Symbol("declined")
+/** A fast decoder's result: the value the schema gives, or {@link DECLINED}. */
+export type Declinable<A> = A | typeof DECLINED
+
+/** A fast decoder of one present value: what the schema gives for it, or {@link DECLINED}. */
+export type Decoder = (u: unknown) => unknown
+
+/** `Schema.String`. */
+export const isString = (u: unknown): boolean => typeof u === "string"
+/** `Schema.Boolean`. */
+export const isBoolean = (u: unknown): boolean => typeof u === "boolean"
+/** `Schema.Finite`. */
+export const isFiniteNumber = (u: unknown): boolean => Number.isFinite(u)
+/** `Schema.Int`: a safe integer. */
+export const isInt = (u: unknown): boolean => Number.isSafeInteger(u)
+
+/** `Schema.Array(Schema.String)`. */
+export const isStringArray = (u: unknown): boolean => {
+  if (!Array.isArray(u)) return false
+  for (let i = 0; i < u.length; i++) if (typeof u[i] !== "string") return false
+  return true
+}
+
+/** `Schema.optional(S)` as a check: `undefined`, or what `check` takes. */
+export const undefinedOr =
+  (check: (u: unknown) => boolean) =>
+  (u: unknown): boolean =>
+    u === undefined || check(u)
+
+/** `Schema.optional(Schema.NullOr(S))` as a check: `undefined`, `null`, or what `check` takes. */
+export const nullishOr =
+  (check: (u: unknown) => boolean) =>
+  (u: unknown): boolean =>
+    u === undefined || u === null || check(u)
+
+/** A decoder that keeps what `check` takes as it is (the schema's result is equal to it). */
+export const keepIf =
+  (check: (u: unknown) => boolean): Decoder =>
+  (u) =>
+    check(u) ? u : DECLINED
+
+/** A decoder of `Schema.optional(Schema.NullOr(S))` that keeps `null` and `undefined` and decodes the rest. */
+export const nullishOrDecode =
+  (decode: Decoder): Decoder =>
+  (u) =>
+    u === undefined || u === null ? u : decode(u)
+
+/** `Schema.Array(S)`: a new array of what `decode` gives for each element, or {@link DECLINED}. */
+export const decodeArray = (u: unknown, decode: Decoder): Declinable<Array<unknown>> => {
+  if (!Array.isArray(u)) return DECLINED
+  const out: Array<unknown> = new Array(u.length)
+  for (let i = 0; i < u.length; i++) {
+    const value = decode(u[i])
+    if (value === DECLINED) return DECLINED
+    out[i] = value
+  }
+  return out
+}
+
+/** `null` or `undefined`: for a key a fast decoder takes only then (its other values are left to the schema). */
+export const isNullish = (u: unknown): boolean => u === null || u === undefined
