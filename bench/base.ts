@@ -3,7 +3,8 @@
  * same shape (`effect-rl/tiny-2k`), all at temperature 1 with fixed seeds; then, unless `--rl=0`, a shop agent
  * trained with RL from it.
  *
- *   npx tsx bench/base.ts [--weights=file.erlp] [--rl=0|1] [--rl-steps=20] [--rl-base=effect-rl/base-2k] [--rl-lr=x]
+ *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
+ *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1]
  *
  * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
  *    was not pretrained on (goal: at least 95%).
@@ -18,9 +19,11 @@
  * 5. RL: a shop agent (tools `price` and `stock` of six items; turn 1 calls one, turn 2 answers with
  *    `{"answer": <integer>}`), 20 steps of 6 groups x 8 rollouts on the embedded backend from `--rl-base`; per
  *    step the mean reward and the share of right answers (goal: at least 0.8 within 20 steps). The jobs'
- *    `learning_rate` is `--rl-lr` (default 5e-4; `engine` for the engine's default, 3e-3, which is made for
- *    random-init models: from the pretrained base it unlearned the copying, correct 0.29 -> 0.00 in 20 steps).
+ *    `learning_rate` is `--rl-lr`; without it the jobs give none and the base model's default applies (5e-4
+ *    for `effect-rl/base-2k`; 3e-3, the engine's, for the random-init models: from the pretrained base 3e-3
+ *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1).
  *
+ * `--eval=0` skips sections 1-4 of the pretrained base, `--random=0` those of the random-init model.
  * `--weights` evaluates a checkpoint file instead of the shipped base (a snapshot of `scripts/pretrain.ts`).
  */
 import { readFileSync } from "node:fs"
@@ -318,7 +321,9 @@ const report = (label: string, policy: EnginePolicy) => {
 }
 
 console.log(`load average ${loadavg()[0]!.toFixed(2)}; temperature 1`)
-report(weightsFile === undefined ? PRETRAINED_MODEL : `${PRETRAINED_MODEL} from ${weightsFile}`, base)
+if (args.get("eval") !== "0") {
+  report(weightsFile === undefined ? PRETRAINED_MODEL : `${PRETRAINED_MODEL} from ${weightsFile}`, base)
+}
 if (args.get("random") !== "0") report(`${LONG_CONTEXT_MODEL} (random init, same shape)`, random)
 
 // 5. RL: a shop agent ----------------------------------------------------------------------------------------
@@ -394,13 +399,13 @@ const shopReward: Reward.Reward<Shop, Played> = Reward.weighted(
   { name: "right_item", reward: part((s, p) => p.item === s.item), weight: 0.25 }
 )
 
-const trainShop = (baseModel: string, steps: number, learningRate: number | undefined) =>
+const trainShop = (baseModel: string, steps: number, learningRate: number | undefined, seed: number) =>
   Effect.gen(function* () {
     const policy = yield* Policy.trainable({ project: "bench", name: `shop-${Date.now()}`, base_model: baseModel })
     const t0 = performance.now()
     const summary = yield* TrainingLoop.run({
       policy,
-      scenarios: shops(120, 1),
+      scenarios: shops(120, seed),
       rollout: playShop,
       reward: shopReward,
       groupsPerStep: 6,
@@ -411,8 +416,9 @@ const trainShop = (baseModel: string, steps: number, learningRate: number | unde
     const seconds = (performance.now() - t0) / 1000
     const metric = (m: Record<string, number>, name: string) =>
       (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
+    const applied = [...new Set(summary.steps.map((s) => s.training.learning_rate).filter((x) => x !== undefined))]
     console.log(
-      `RL from ${baseModel}: ${steps} steps of 6 x 8 rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the engine's default"}`
+      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of 6 x 8 rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
     )
     console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
     console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
@@ -427,7 +433,8 @@ if (args.get("rl") !== "0") {
     trainShop(
       args.get("rl-base") ?? PRETRAINED_MODEL,
       steps,
-      args.get("rl-lr") === "engine" ? undefined : Number(args.get("rl-lr") ?? 5e-4)
+      args.has("rl-lr") ? Number(args.get("rl-lr")) : undefined,
+      Number(args.get("rl-seed") ?? 1)
     ).pipe(Effect.provide(Backend.local()))
   )
 }
