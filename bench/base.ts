@@ -19,9 +19,10 @@
  * 5. RL: a shop agent (tools `price` and `stock` of six items; turn 1 calls one, turn 2 answers with
  *    `{"answer": <integer>}`), 20 steps of 6 groups x 8 rollouts on the embedded backend from `--rl-base`; per
  *    step the mean reward and the share of right answers (goal: at least 0.8 within 20 steps). The jobs'
- *    `learning_rate` is `--rl-lr`; without it the jobs give none and the base model's default applies (5e-4
+ *    `learning_rate` is `--rl-lr`; without it the jobs give none and the base model's default applies (1e-3
  *    for `effect-rl/base-2k`; 3e-3, the engine's, for the random-init models: from the pretrained base 3e-3
- *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1).
+ *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1). The
+ *    figures vary a lot from run to run (6 shops a step, sampling unseeded): compare rates over several seeds.
  *
  * `--eval=0` skips sections 1-4 of the pretrained base, `--random=0` those of the random-init model.
  * `--weights` evaluates a checkpoint file instead of the shipped base (a snapshot of `scripts/pretrain.ts`).

@@ -38,7 +38,7 @@ export const PRETRAINED_WEIGHTS_URL: URL = new URL("../../../../assets/base-2k.e
 
 /** The learning rates a job applies when its config gives none. */
 export interface LearningRates {
-  /** Of RL jobs (before the server's `learningRateScale`). */
+  /** Of RL jobs (before the job worker's `learningRateScale`). */
   readonly rl: number
   /** Of SFT jobs. */
   readonly sft: number
