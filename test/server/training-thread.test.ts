@@ -7,6 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import { warmUp } from "../../src/local/server/internal/trainingThread.js"
 import { Backend, send } from "./support.js"
 
 const base = "effect-rl/tiny"
@@ -14,6 +15,10 @@ const base = "effect-rl/tiny"
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 describe("the training thread", () => {
+  it("its warm-up pass (run before its first job, where a failure would go unseen) runs", () => {
+    expect(() => warmUp()).not.toThrow()
+  })
+
   it.layer(Backend, { timeout: 120_000 })((it) => {
     it.effect("while a large RL job trains, /v1/health and chat completions are answered", () =>
       Effect.gen(function* () {

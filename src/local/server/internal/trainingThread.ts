@@ -9,9 +9,10 @@
  * then `done` (the new checkpoint's bytes, transferred, and the metrics) or `failed` (the message). The
  * worker appends the events to the store as they come.
  *
- * One thread per process, started on first use and kept (it does not hold the process open): starting one
- * costs a few hundred milliseconds (more from the TypeScript sources), and servers in one process (tests)
- * share it. It runs jobs one after another, in the order they were sent. A job given up by its caller
+ * One thread per process, started when a server starts ({@link prestart}) or on first use, and kept (it does not
+ * hold the process open): starting one costs a few hundred milliseconds (more from the TypeScript sources), and
+ * servers in one process (tests) share it. Once started, the thread runs one small forward and backward pass
+ * before any job, so the engine's code is compiled while the first rollouts are gathered, not in the first job. It runs jobs one after another, in the order they were sent. A job given up by its caller
  * (interrupted) is cancelled: an SFT job stops before its next step, an RL job (one gradient computation)
  * finishes and is thrown away. If the thread dies, the jobs it held fail and the next job starts a new one.
  *
@@ -27,6 +28,8 @@ import type { CreateSftTrainingJob, CreateTrainingJob } from "../../../api/Train
 import { startModuleThread } from "../../../internal/moduleThread.js"
 import { makeAdamState } from "../../engine/Optimizer.js"
 import { loadCheckpoint, saveCheckpoint } from "../../engine/policy/Checkpoint.js"
+import { Policy } from "../../engine/policy/Policy.js"
+import { DEFAULT_POLICY_CONFIG } from "../../engine/policy/PolicyConfig.js"
 import type { Emitter, StepMetrics } from "./workerTraining.js"
 import { trainRlJob, trainSftJob } from "./workerTraining.js"
 
@@ -114,11 +117,27 @@ const runJob = (job: JobMessage, post: (report: Report) => void, cancelled: () =
   )
 }
 
+/** One forward and backward pass of a small policy over two short sequences (compiles the training code). */
+export const warmUp = (): void => {
+  const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 64 }, { seed: 1 })
+  const sequences = [48, 40].map((n, s) => Array.from({ length: n }, (_, t) => (t * 31 + s * 7) % 256))
+  const want = sequences.map((ids) => ids.map((_, t) => (t > 0 ? 1 : 0)))
+  policy.forwardBatch(sequences, want)
+  policy.backwardBatch(sequences.map((ids) => ids.map(() => -1 / ids.length)))
+}
+
 // The thread's side: run the jobs posted to it one after another; a cancel marks one to stop.
 if (!isMainThread && parentPort !== null) {
   const port = parentPort
   const cancelled = new Set<number>()
-  let queue = Promise.resolve()
+  // Before the first job: a failure here is the first job's to meet, not the warm-up's.
+  let queue = Promise.resolve().then(() => {
+    try {
+      warmUp()
+    } catch {
+      // Nothing to report: a job that needs the same code fails on its own.
+    }
+  })
   port.on("message", (message: ToThread) => {
     if (message.type === "cancel") {
       cancelled.add(message.id)
@@ -167,6 +186,13 @@ const thread = (): Worker => {
   worker.on("exit", (code) => failAll(`the training thread exited with code ${code}`))
   state.worker = worker
   return worker
+}
+
+/** Starts the thread now if it is not running, without holding the process open (see the module comment). */
+export const prestart = (): void => {
+  const started = state.worker !== undefined
+  const worker = thread()
+  if (!started && state.pending.size === 0) worker.unref()
 }
 
 /**

@@ -227,6 +227,8 @@ export const layer = (options: Options = {}): Layer.Layer<Worker, never, Jobs | 
         Effect.zipRight(yieldToEventLoop),
         Effect.forever
       )
+      // The training thread starts now, compiling its code while the first rollouts are gathered.
+      TrainingThread.prestart()
       yield* Effect.forkScoped(loop)
       return worker
     })
