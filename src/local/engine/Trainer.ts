@@ -17,7 +17,7 @@
  * `DEFAULT_SFT_LEARNING_RATE`, 1e-3). The local backend passes the default of the job's model's base model
  * (`baseModels.ts`): the engine's for the random-init models, which must learn everything; 1e-3 for RL from the
  * pretrained `effect-rl/base-2k`, where 3e-3 unlearns what pretraining taught (a shop agent that must copy a
- * tool's result: right 0.29 -> 0.00 in 20 steps at 3e-3, at least 0.8 within 20 steps at 1e-3). The hosted
+ * tool's result: right 0.29 -> 0.00 in 20 steps at 3e-3; a mean reward of 0.8 within 20 steps at 1e-3). The hosted
  * service's customary 5e-6 is tuned for a LoRA on a 14B model and barely moves this one: a client that sends it
  * trains, but slowly. A caller that wants hosted configurations to learn here can pass `learningRateScale` (e.g.
  * 600 maps 5e-6 to 3e-3; it multiplies a default too); the reported `learning_rate` is the one applied.
@@ -93,7 +93,7 @@ export interface RlOptions {
   readonly batchSize?: number | undefined
   /** Tokens per gradient step when no batch size is given (default `packed_sequence_length` or 16,384). */
   readonly maxBatchTokens?: number | undefined
-  /** The learning rate when the config gives none (default `DEFAULT_RL_LEARNING_RATE`; the server: the base model's). */
+  /** The learning rate when the config gives none (default `DEFAULT_RL_LEARNING_RATE`; locally, the base model's). */
   readonly defaultLearningRate?: number | undefined
   /** Multiplies the learning rate (default 1); see the module comment. */
   readonly learningRateScale?: number | undefined
