@@ -7,11 +7,11 @@
  * decoding so every move is legal (`structured_outputs.choice` lists the free cells), a game reward with
  * per-rollout metrics, and `TrainingLoop.run` with evaluation on held-out opponents.
  *
- * What to expect on the embedded backend (`npm start`, a 2-core machine, measured): the run takes 18-21 s
+ * What to expect on the embedded backend (`npm start`, a 2-core machine, measured): the run takes 14-21 s
  * (each step's games are played while the step before it trains: `offPolicy: { maxStaleness: 1 }`); the
- * untrained policy moves at random (first step's mean reward 0.39-0.43); within a dozen steps it learns to open
+ * untrained policy moves at random (first step's mean reward 0.34-0.43); within a dozen steps it learns to open
  * in the centre and to finish its own lines (worth about 0.57 and 0.85 against this opponent), and the mean
- * reward of the last three steps is 0.56-0.58 (three runs). Win = 1, draw = 0.5, loss = 0.
+ * reward of the last three steps is 0.52-0.67 (six runs). Win = 1, draw = 0.5, loss = 0.
  *
  * Run: `npm start`, `effect-rl train tictactoe [--steps n]`, or `npx tsx examples/tictactoe.ts [--steps n]`.
  */
