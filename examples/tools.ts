@@ -14,10 +14,10 @@
  * What to expect on the embedded backend (a 2-core machine, measured): 4 steps of 64 rollouts in about 30
  * seconds. It trains the pretrained base model `effect-rl/base-2k`, which already writes the call format, calls a
  * tool and copies a tool's result into its answer (see docs/embedded-backend.md). At its default RL learning rate
- * (1e-3) two runs went 0.82, 0.74, 1.00, 1.00 and 0.88, 0.96, 1.00, 1.00 (49 and 37 s, the machine's other work
- * at a load of ~4.7). From the random-init `effect-rl/tiny-2k` of the same shape (`--base-model effect-rl/tiny-2k
- * --steps 8`) the task takes longer: 0.29, 0.43, 0.61, 0.72, 0.84, 0.88, 0.99, 0.97 and 0.28, 0.49, 0.67, 0.68,
- * 0.72, 0.81, 0.93, 0.98 in two runs.
+ * (1e-3) three runs went 0.91, 0.96, 1.00, 1.00 (25 s, the machine's load ~2.5), 0.82, 0.74, 1.00, 1.00 and 0.88,
+ * 0.96, 1.00, 1.00 (49 and 37 s at a load of ~4.7). From the random-init `effect-rl/tiny-2k` of the same shape
+ * (`--base-model effect-rl/tiny-2k --steps 8`) the task takes longer: 0.29, 0.43, 0.61, 0.72, 0.84, 0.88, 0.99,
+ * 0.97 and 0.28, 0.49, 0.67, 0.68, 0.72, 0.81, 0.93, 0.98 in two runs.
  *
  * Run: `effect-rl train tools [--steps n]`, or `npx tsx examples/tools.ts [--steps n]`.
  */
