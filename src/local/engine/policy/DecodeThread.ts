@@ -413,9 +413,13 @@ export class DecodeThread {
     Atomics.store(control, CHUNKS, chunks)
     Atomics.store(control, MODEL, model)
     Atomics.store(control, NEXT, 0)
-    Atomics.store(control, STATE, POSTED)
+    // The step's number before its state: a thread that takes the step (POSTED -> TAKEN) then reads the number
+    // it answers with. The other way round, a thread that woke late could take this step while still reading the
+    // number of the one before (withdrawn), answer with that, and leave the caller waiting for an answer that
+    // never came (seen under heavy load: "did not answer within 30 s").
     this.step += 1
     Atomics.store(control, REQUEST, this.step)
+    Atomics.store(control, STATE, POSTED)
     Atomics.notify(control, REQUEST)
   }
 
