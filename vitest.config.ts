@@ -8,7 +8,8 @@
  *   that install their own hooks) each run in a fresh worker thread, so nothing they change leaks into another
  *   file. A new test file that touches `process.env`, `globalThis` or a global telemetry provider belongs here.
  *
- * - `slow`: files named `*.slow.test.ts` (agents learning over several steps in child processes, and the like),
+ * - `slow`: files named `*.slow.test.ts` (agents learning over several steps in child processes, a loop killed and
+ *   restarted, a full disk, and the like),
  *   run by `npm run test:slow` rather than `npm test`, which they would take past its few minutes. CI runs both.
  *
  * `test/support/setup.ts` undoes, before each file, what `@effect/vitest`'s `layer` leaves on the shared `it`.
