@@ -73,8 +73,8 @@ const responseMessage = (u: unknown): Declinable<Record_> => {
 
 const isNullableLogprobs = nullishOr((u) => isTokenLogprobArray(u))
 
-/** `ChoiceLogprobs`, or null or undefined. */
-const choiceLogprobs: Decoder = nullishOrDecode((u) => {
+/** `ChoiceLogprobs`, or null or undefined (a whole completion's choices and a chunk's share it). */
+export const choiceLogprobs: Decoder = nullishOrDecode((u) => {
   if (!isRecord(u)) return DECLINED
   const out: Record_ = {}
   return optional(u, out, "content", isNullableLogprobs) && optional(u, out, "refusal", isNullableLogprobs)
@@ -119,7 +119,11 @@ const count = (u: Record_, key: string, decoding: boolean): number | typeof DECL
   return isInt(value) ? (value as number) : DECLINED
 }
 
-const usage = (u: unknown, decoding: boolean): Declinable<Record_> => {
+/**
+ * `Usage` as it decodes (`decoding`: the counts default to 0) or encodes; a whole completion's and a chunk's
+ * (which may be null or absent too).
+ */
+export const usage = (u: unknown, decoding: boolean): Declinable<Record_> => {
   if (!isRecord(u)) return DECLINED
   const prompt = count(u, "prompt_tokens", decoding)
   const completion = count(u, "completion_tokens", decoding)
