@@ -10,8 +10,10 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobEvent, TrainingJobId } from "../../src/api/TrainingJob.js"
+import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
 import type * as InferenceClient from "../../src/client/InferenceClient.js"
 import type * as TrainingClient from "../../src/client/TrainingClient.js"
 import * as LocalBackend from "../../src/LocalBackend.js"
@@ -107,4 +109,33 @@ export const heldData = (body: string) =>
         server.closeAllConnections()
         server.close(() => resume(Effect.void))
       })
+  )
+
+/** The words the sampled groups answer with (`structured_outputs.choice`). */
+export const WORDS = ["red", "blue", "green", "gold"]
+
+/** A sampling request for group `g`, constrained to the words, with logprobs, for any model name; seeded from `seed`. */
+export const ask = (model: string, g: number, seed = 40): ChatCompletionRequest => ({
+  model,
+  messages: [{ role: "user", content: `Say: ${WORDS[g]}` }],
+  n: 4,
+  seed: seed + g,
+  temperature: 1,
+  logprobs: true,
+  max_completion_tokens: 4,
+  structured_outputs: { choice: WORDS }
+})
+
+/** Two groups sampled through the client's own chat completions; alternating rewards, so both train. */
+export const sampledGroups = (client: TrainingClient.Service, model: string, seed = 40) =>
+  Effect.forEach([0, 1], (g) =>
+    Effect.map(
+      client.createChatCompletion(ask(model, g, seed)),
+      (completion): TrajectoryGroup => ({
+        trajectories: completion.choices.map((choice) => ({
+          messages_and_choices: [...ask(model, g, seed).messages, choice],
+          reward: choice.index % 2
+        }))
+      })
+    )
   )

@@ -23,9 +23,9 @@ import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import type { ModelId } from "../../src/api/Model.js"
 import type { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
-import type * as TrainingClient from "../../src/client/TrainingClient.js"
 import { backendWith, dataFilesDir } from "../server/support.js"
 import {
+  ask,
   BASE,
   eventsToEnd,
   failure,
@@ -33,39 +33,13 @@ import {
   heldData,
   MISSING,
   recorder,
+  sampledGroups,
   trainingClient,
-  trainOnce
+  trainOnce,
+  WORDS
 } from "./support.js"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-const WORDS = ["red", "blue", "green", "gold"]
-
-/** A sampling request constrained to the words, with logprobs, for any model name. */
-const ask = (model: string, g: number): ChatCompletionRequest => ({
-  model,
-  messages: [{ role: "user", content: `Say: ${WORDS[g]}` }],
-  n: 4,
-  seed: 40 + g,
-  temperature: 1,
-  logprobs: true,
-  max_completion_tokens: 4,
-  structured_outputs: { choice: WORDS }
-})
-
-/** Two groups sampled through the client's own chat completions; alternating rewards, so both train. */
-const sampledGroups = (client: TrainingClient.Service, model: string) =>
-  Effect.forEach([0, 1], (g) =>
-    Effect.map(
-      client.createChatCompletion(ask(model, g)),
-      (completion): TrajectoryGroup => ({
-        trajectories: completion.choices.map((choice) => ({
-          messages_and_choices: [...ask(model, g).messages, choice],
-          reward: choice.index % 2
-        }))
-      })
-    )
-  )
 
 /** One line of SFT data. */
 const sftLine = (word: string) => ({

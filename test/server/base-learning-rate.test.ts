@@ -9,42 +9,11 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import type { ExperimentalConfig, TrainingJobEvent } from "../../src/api/TrainingJob.js"
-import type { TrajectoryGroup } from "../../src/api/Trajectory.js"
-import type * as TrainingClient from "../../src/client/TrainingClient.js"
 import { DEFAULT_RL_LEARNING_RATE, DEFAULT_SFT_LEARNING_RATE } from "../../src/local/engine/Trainer.js"
 import { BASE_MODEL, learningRatesOf, PRETRAINED_MODEL } from "../../src/local/server/internal/baseModels.js"
-import { eventsToEnd, trainingClient } from "../contract/support.js"
+import { eventsToEnd, sampledGroups, trainingClient, WORDS } from "../contract/support.js"
 import { backendWith, dataFilesDir } from "./support.js"
-
-const WORDS = ["red", "blue", "green", "gold"]
-
-/** A sampling request constrained to the words, with logprobs. */
-const ask = (model: string, g: number): ChatCompletionRequest => ({
-  model,
-  messages: [{ role: "user", content: `Say: ${WORDS[g]}` }],
-  n: 4,
-  seed: 70 + g,
-  temperature: 1,
-  logprobs: true,
-  max_completion_tokens: 4,
-  structured_outputs: { choice: WORDS }
-})
-
-/** Two groups sampled from the model's latest checkpoint; alternating rewards, so both train. */
-const sampledGroups = (client: TrainingClient.Service, model: string) =>
-  Effect.forEach([0, 1], (g) =>
-    Effect.map(
-      client.createChatCompletion(ask(model, g)),
-      (completion): TrajectoryGroup => ({
-        trajectories: completion.choices.map((choice) => ({
-          messages_and_choices: [...ask(model, g).messages, choice],
-          reward: choice.index % 2
-        }))
-      })
-    )
-  )
 
 /** The `learning_rate` of every `gradient_step` event. */
 const learningRates = (events: ReadonlyArray<TrainingJobEvent>): ReadonlyArray<unknown> =>
@@ -55,7 +24,7 @@ const rlJobRates = (name: string, base: string, config?: ExperimentalConfig) =>
   Effect.gen(function* () {
     const c = yield* trainingClient()
     const model = yield* c.createModel({ project: "lr", name, base_model: base })
-    const groups = yield* sampledGroups(c, `wandb-artifact:///local/lr/${name}`)
+    const groups = yield* sampledGroups(c, `wandb-artifact:///local/lr/${name}`, 70)
     const job = yield* c.createTrainingJob({
       model_id: model.id,
       trajectory_groups: groups,
