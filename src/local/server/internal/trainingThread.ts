@@ -190,9 +190,8 @@ const thread = (): Worker => {
 
 /** Starts the thread now if it is not running, without holding the process open (see the module comment). */
 export const prestart = (): void => {
-  const started = state.worker !== undefined
-  const worker = thread()
-  if (!started && state.pending.size === 0) worker.unref()
+  // A thread already running is left as it is (held open while it has jobs); a new one has none yet.
+  if (state.worker === undefined) thread().unref()
 }
 
 /**
