@@ -11,7 +11,7 @@ import { TrainingClient } from "../../src/client/TrainingClient.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as TrainingLoop from "../../src/workflow/TrainingLoop.js"
-import { TINY, WorkflowBackend, yesOrNo } from "./support.js"
+import { seededYesOrNo, TINY, WorkflowBackend } from "./support.js"
 
 describe("TrainingLoop offPolicy on the embedded backend", () => {
   layer(WorkflowBackend, { timeout: 120_000, excludeTestServices: true })((it) => {
@@ -22,7 +22,7 @@ describe("TrainingLoop offPolicy on the embedded backend", () => {
           policy,
           scenarios: ["Shall we?", "Ready?", "Is it on?"],
           validation: ["Go?"],
-          rollout: yesOrNo,
+          rollout: seededYesOrNo(),
           reward: Reward.fromFunction<string, string>(({ value }) => (value === "yes" ? 1 : 0)),
           groupsPerStep: 3,
           rolloutsPerGroup: 8,

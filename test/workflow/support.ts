@@ -33,16 +33,26 @@ export const pick = (scenario: string) =>
 /** 1 for the scenario's letter, else 0. */
 export const reward = Reward.fromFunction<string, string>(({ scenario, value }) => (value === scenario ? 1 : 0))
 
-/** One turn: the model answers "yes" or "no" (constrained). */
-export const yesOrNo = (question: string) =>
+/** One turn: the model answers "yes" or "no" (constrained), sampled with `seed` when one is given. */
+export const yesOrNo = (question: string, seed?: number) =>
   Effect.gen(function* () {
     const completion = yield* Rollout.chat({
       messages: [{ role: "user", content: question } as Message],
       structured_outputs: { choice: ["yes", "no"] },
-      max_completion_tokens: 4
+      max_completion_tokens: 4,
+      ...(seed === undefined ? {} : { seed })
     })
     return completion.choices[0]?.message.content ?? ""
   })
+
+/**
+ * `yesOrNo` with one seed per rollout, counted up in the order the loop starts them (the fibers start in fork
+ * order): a run samples the same answers every time, under any load.
+ */
+export const seededYesOrNo = () => {
+  let next = 0
+  return (question: string) => Effect.suspend(() => yesOrNo(question, next++))
+}
 
 /**
  * A trajectory entry without what differs between two runs of the same conversation (completion and call
