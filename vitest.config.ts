@@ -38,7 +38,12 @@ const subpaths = Object.entries(
     : []
 )
 
-const ISOLATED = ["test/server/weave-*.test.ts", "test/server/trace-otel.test.ts", "test/workflow/Tracing.test.ts"]
+const ISOLATED = [
+  "test/server/weave-*.test.ts",
+  "test/server/trace-otel.test.ts",
+  "test/workflow/Tracing.test.ts",
+  "test/server/training-thread-start.test.ts"
+]
 const SLOW = ["test/**/*.slow.test.ts"]
 
 export default defineConfig({

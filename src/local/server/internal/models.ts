@@ -35,6 +35,7 @@ import type { StoreError } from "../../store/StoreError.js"
 import { baseModelNames, initialWeights } from "./baseModels.js"
 import { encoded, idempotent, refuse } from "./idempotency.js"
 import { detail } from "./responses.js"
+import * as TrainingThread from "./trainingThread.js"
 
 const MODEL_NOT_FOUND = "Model not found"
 
@@ -60,6 +61,8 @@ export const createModel = ({ payload }: { readonly payload: ModelCreate }) =>
       const created = yield* models
         .create(payload, { initialWeights: Effect.succeed(weights) })
         .pipe(Effect.catchTag("StoreError", (e) => Effect.fail(refuse(e.reason === "Conflict" ? 409 : 404, e.message))))
+      // A model to train: the training thread starts now, compiling its code while the first rollouts gather.
+      TrainingThread.prestart()
       const { created_at: _, ...model } = created.model
       return yield* encoded(Model, new Model(model, { disableValidation: true }))
     })

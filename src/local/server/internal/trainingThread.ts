@@ -9,10 +9,11 @@
  * then `done` (the new checkpoint's bytes, transferred, and the metrics) or `failed` (the message). The
  * worker appends the events to the store as they come.
  *
- * One thread per process, started when a server starts ({@link prestart}) or on first use, and kept (it does not
+ * One thread per process, started when a model is created ({@link prestart}) or on first use, and kept (it does not
  * hold the process open): starting one costs a few hundred milliseconds (more from the TypeScript sources), and
  * servers in one process (tests) share it. Once started, the thread runs one small forward and backward pass
- * before any job, so the engine's code is compiled while the first rollouts are gathered, not in the first job. It runs jobs one after another, in the order they were sent. A job given up by its caller
+ * before any job, so the engine's code is compiled while the first rollouts are gathered, not in the first job
+ * (a server that only serves never starts it). It runs jobs one after another, in the order they were sent. A job given up by its caller
  * (interrupted) is cancelled: an SFT job stops before its next step, an RL job (one gradient computation)
  * finishes and is thrown away. If the thread dies, the jobs it held fail and the next job starts a new one.
  *
@@ -187,6 +188,9 @@ const thread = (): Worker => {
   state.worker = worker
   return worker
 }
+
+/** Whether this process's training thread is running (started by {@link prestart} or a job). */
+export const running = (): boolean => state.worker !== undefined
 
 /** Starts the thread now if it is not running, without holding the process open (see the module comment). */
 export const prestart = (): void => {

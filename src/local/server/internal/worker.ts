@@ -227,8 +227,6 @@ export const layer = (options: Options = {}): Layer.Layer<Worker, never, Jobs | 
         Effect.zipRight(yieldToEventLoop),
         Effect.forever
       )
-      // The training thread starts now, compiling its code while the first rollouts are gathered.
-      TrainingThread.prestart()
       yield* Effect.forkScoped(loop)
       return worker
     })
