@@ -137,6 +137,30 @@ describe("SseBody.decodeBody", () => {
   )
 })
 
+describe("SseBody.decodeBody, a read interrupted while it waits", () => {
+  it.scoped("loses nothing: what the body gives next goes to the next read", () =>
+    Effect.gen(function* () {
+      const body = new PassThrough()
+      const source = { body, abort: () => body.destroy() }
+      const pull = yield* Stream.toPull(
+        decodeBody(source, decode, { drainAfterEnd: "100 millis", onBodyError: String })
+      )
+      body.write('data: {"a":1}\n\n')
+      expect(Chunk.toReadonlyArray(yield* pull)).toEqual([[null, { a: 1 }]])
+      // A read that waits, interrupted before the body gives anything: the body's next event comes after it.
+      const waiting = yield* Effect.fork(pull)
+      yield* TestServices.provideLive(Effect.sleep("5 millis"))
+      yield* Fiber.interrupt(waiting)
+      body.write('data: {"a":2}\n\n')
+      yield* TestServices.provideLive(Effect.sleep("5 millis"))
+      expect(Chunk.toReadonlyArray(yield* pull)).toEqual([[null, { a: 2 }]])
+      body.end('data: {"a":3}\n\n')
+      expect(Chunk.toReadonlyArray(yield* pull)).toEqual([[null, { a: 3 }]])
+      expect(Option.isNone(yield* Effect.flip(pull))).toBe(true)
+    })
+  )
+})
+
 describe("SseBody.decodeBody after [DONE], a body held open", () => {
   const held = () => {
     const body = new PassThrough()

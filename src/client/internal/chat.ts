@@ -6,7 +6,9 @@
  * @internal
  */
 import * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Channel from "effect/Channel"
+import type * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -16,7 +18,7 @@ import { decodeChunk as decodeChunkFast } from "../../api/internal/chunkDecode.j
 import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError, reasonOfStatus } from "../ApiError.js"
 import { endpointCall } from "./endpoint.js"
-import { bodyBroke, decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
+import { bodyBroke, type Call, decodeError, readText, requestIdOf, send, type Transport } from "./http.js"
 import * as Sse from "./sse.js"
 import * as SseBody from "./sseBody.js"
 
@@ -45,62 +47,69 @@ export const stream = (
   // `Channel.unwrap` rather than `Stream.unwrap`: the stream is decided once, not flattened chunk by chunk.
   Stream.fromChannel(
     Channel.unwrap(
-      Effect.gen(function* () {
-        const call = yield* completions.prepare({ payload: { ...request, stream: true }, headers, retry: true })
-        const response = yield* send(
-          transport,
-          { ...call, headers: { ...call.headers, accept: "text/event-stream" } },
-          (r) => Effect.succeed(r)
+      Effect.flatMap(completions.prepare({ payload: { ...request, stream: true }, headers, retry: true }), (call) =>
+        Effect.flatMap(
+          send(transport, { ...call, headers: { ...call.headers, accept: "text/event-stream" } }, Effect.succeed),
+          (response) => events(call, response)
         )
-        const requestId = requestIdOf(response.headers)
-        const contentType = response.headers["content-type"] ?? ""
-        if (!contentType.includes("text/event-stream")) {
-          // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.
-          const text = yield* readText(call, response)
-          return yield* Effect.fail(
-            decodeError(call, response.status, requestId, text, `expected text/event-stream, got '${contentType}'`)
-          )
-        }
-        const status = response.status
-        // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by
-        // the fast decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
-        const decode = (event: Sse.SseEvent): Sse.Decoded<ChatCompletionChunk, ApiError> => {
-          if (event.data === "[DONE]") return Sse.End
-          let json: unknown
-          try {
-            json = JSON.parse(event.data)
-          } catch (e) {
-            return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
-          }
-          const error = (json as { readonly error?: unknown } | null)?.error
-          if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
-            return Either.left(midStreamError(call, status, requestId, error ?? json))
-          }
-          const fast = decodeChunkFast(json)
-          if (fast !== undefined) return Either.right(fast)
-          return Either.mapLeft(decodeChunk(json), (e) =>
-            decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
-          )
-        }
-        const broke = bodyBroke(call, response, "stream")
-        // The Node body read directly when the platform's Node client gave it (see `SseBody`), else the
-        // platform's byte stream.
-        const body = SseBody.nodeBodyOf(response)
-        const events =
-          body !== undefined
-            ? SseBody.decodeBody(body, decode, {
-                drainAfterEnd: DRAIN_AFTER_DONE,
-                // The error the platform's `response.stream` fails with, for the same description.
-                onBodyError: (cause) =>
-                  broke(
-                    new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause })
-                  )
-              })
-            : Sse.decodeEvents(response.stream, decode, { drainAfterEnd: DRAIN_AFTER_DONE, onBodyError: broke })
-        return Stream.toChannel(events)
-      })
+      )
     )
   )
+
+/** The response's chunks, or the failure of a response that is not an event stream. */
+const events = (
+  call: Call,
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<
+  Channel.Channel<Chunk.Chunk<ChatCompletionChunk>, unknown, ApiError, unknown, unknown, unknown>,
+  ApiError
+> => {
+  // The platform makes the headers anew each time they are asked for.
+  const responseHeaders = response.headers
+  const requestId = requestIdOf(responseHeaders)
+  const contentType = responseHeaders["content-type"] ?? ""
+  const status = response.status
+  if (!contentType.includes("text/event-stream")) {
+    // A server that ignored `stream` and answered with one JSON body: not a stream of chunks.
+    return Effect.flatMap(readText(call, response), (text) =>
+      Effect.fail(decodeError(call, status, requestId, text, `expected text/event-stream, got '${contentType}'`))
+    )
+  }
+  // One stage from bytes to typed chunks (see `Sse.decodeEvents`); each event parsed once, and decoded by the fast
+  // decoder of chunks, or by the schema when that one is not sure (the schema's issues, then).
+  const decode = (event: Sse.SseEvent): Sse.Decoded<ChatCompletionChunk, ApiError> => {
+    if (event.data === "[DONE]") return Sse.End
+    let json: unknown
+    try {
+      json = JSON.parse(event.data)
+    } catch (e) {
+      return Either.left(decodeError(call, status, requestId, event.data, `an event is not JSON: ${String(e)}`))
+    }
+    const error = (json as { readonly error?: unknown } | null)?.error
+    if (event.event === "error" || (error !== undefined && error !== null && error !== false)) {
+      return Either.left(midStreamError(call, status, requestId, error ?? json))
+    }
+    const fast = decodeChunkFast(json)
+    if (fast !== undefined) return Either.right(fast)
+    return Either.mapLeft(decodeChunk(json), (e) =>
+      decodeError(call, status, requestId, event.data, `a chunk does not match: ${e.message}`)
+    )
+  }
+  const broke = bodyBroke(call, response, "stream")
+  // The Node body read directly when the platform's Node client gave it (see `SseBody`), else the platform's byte
+  // stream.
+  const body = SseBody.nodeBodyOf(response)
+  const chunks =
+    body !== undefined
+      ? SseBody.decodeBody(body, decode, {
+          drainAfterEnd: DRAIN_AFTER_DONE,
+          // The error the platform's `response.stream` fails with, for the same description.
+          onBodyError: (cause) =>
+            broke(new HttpClientError.ResponseError({ request: response.request, response, reason: "Decode", cause }))
+        })
+      : Sse.decodeEvents(response.stream, decode, { drainAfterEnd: DRAIN_AFTER_DONE, onBodyError: broke })
+  return Effect.succeed(Stream.toChannel(chunks))
+}
 
 /** The typed error of an `{"error": {...}}` event sent after the stream began (the status is already 200). */
 const midStreamError = (

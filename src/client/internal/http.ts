@@ -493,10 +493,26 @@ export const send = <A>(
         : Effect.flatMap(resolveMode(call), (mode) => Effect.fail(judge(call, mode, failed)))
     )
   )
-  return call.retry !== false && transport.maxRetries > 0
-    ? Effect.retry(attempt, retrySchedule(call, transport.maxRetries))
-    : attempt
+  return call.retry !== false && transport.maxRetries > 0 ? retrying(attempt, call, transport.maxRetries) : attempt
 }
+
+/**
+ * `Effect.retry(attempt, retrySchedule(call, maxRetries))`, with the schedule's driver made once an attempt fails:
+ * the driver decides on each failure as `Effect.retry`'s does (its delay slept on the clock), but a call that
+ * succeeds at once (most do) makes none (`Effect.retry` makes it, with its state and the iteration's metadata
+ * provided to every attempt, ~30 steps of the fiber a call).
+ */
+const retrying = <A>(attempt: Effect.Effect<A, ApiError>, call: Call, maxRetries: number): Effect.Effect<A, ApiError> =>
+  Effect.catchAll(attempt, (first) =>
+    Effect.flatMap(Schedule.driver(retrySchedule(call, maxRetries)), (driver) => {
+      const after = (error: ApiError): Effect.Effect<A, ApiError> =>
+        Effect.matchEffect(driver.next(error), {
+          onFailure: () => Effect.fail(error),
+          onSuccess: () => Effect.catchAll(attempt, after)
+        })
+      return after(first)
+    })
+  )
 
 /** Read a 2xx body as text, mapping a broken connection to `Transport`. */
 /**
