@@ -31,7 +31,8 @@ const openRecord = (from: Record_, named: ReadonlyArray<string>, values?: Record
   return out
 }
 
-const LLM_USAGE_KEYS = [
+/** The keys `LLMUsage` names, in its order (a decoded usage has them first, in this order). */
+export const LLM_USAGE_KEYS = [
   "prompt_tokens",
   "input_tokens",
   "completion_tokens",

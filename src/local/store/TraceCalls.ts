@@ -52,6 +52,26 @@ export type BatchItem =
   | { readonly mode: "start"; readonly start: CallStart }
   | { readonly mode: "end"; readonly end: CallEnd }
 
+/**
+ * A call's start with its JSON columns as JSON text: what {@link Service.batch} stores for a {@link CallStart}
+ * is `JSON.stringify` of its `attributes` and `inputs`; a caller that holds that text already passes it as it is.
+ */
+export interface CallStartText extends Omit<CallStart, "attributes" | "inputs"> {
+  readonly attributes: string
+  readonly inputs: string
+}
+
+/** A call's end with its JSON columns as JSON text (see {@link CallStartText}); `output` null when it has none. */
+export interface CallEndText extends Omit<CallEnd, "output" | "summary"> {
+  readonly output: string | null
+  readonly summary: string
+}
+
+/** One item of a batch with its JSON columns as text: a start or an end. */
+export type BatchTextItem =
+  | { readonly mode: "start"; readonly start: CallStartText }
+  | { readonly mode: "end"; readonly end: CallEndText }
+
 /** A stored, started call (an end not yet arrived leaves the end fields null). */
 export interface CallRecord extends CallStart {
   readonly ended_at: string | null
@@ -96,6 +116,8 @@ export interface Lineage {
 export interface Service {
   /** Upserts starts and ends in order, in one transaction. */
   readonly batch: (items: ReadonlyArray<BatchItem>) => Effect.Effect<void>
+  /** {@link Service.batch} for items whose JSON columns are JSON text already (stored as given). */
+  readonly batchText: (items: ReadonlyArray<BatchTextItem>) => Effect.Effect<void>
   /** A live (not deleted), started call. */
   readonly read: (projectId: string, id: string) => Effect.Effect<Option.Option<CallRecord>, StoreError>
   /** The live, started calls of a project matching the filter, by `started_key` then id. */
@@ -197,43 +219,76 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
   const sql = yield* SqlClient.SqlClient
 
   // A start sets only the start's columns and an end only the end's, so starts and ends commute: a batch is
-  // stored as multi-row upserts of its starts, then of its ends, each in the batch's order.
-  const upsertStarts = (starts: ReadonlyArray<CallStart>) =>
-    sql`INSERT INTO trace_calls ${sql.insert(
-      starts.map((start) => ({
-        ...start,
-        has_start: 1,
-        attributes: json(start.attributes),
-        inputs: json(start.inputs)
-      }))
-    )} ON CONFLICT (project_id, id) DO UPDATE SET has_start = 1, trace_id = excluded.trace_id,
-      parent_id = excluded.parent_id, op_name = excluded.op_name, display_name = excluded.display_name,
-      thread_id = excluded.thread_id, turn_id = excluded.turn_id, started_at = excluded.started_at,
-      started_key = excluded.started_key, attributes = excluded.attributes, inputs = excluded.inputs,
-      wb_user_id = excluded.wb_user_id, wb_run_id = excluded.wb_run_id, wb_run_step = excluded.wb_run_step`
+  // stored as multi-row upserts of its starts, then of its ends, each in the batch's order. The rows carry their
+  // JSON columns as text.
+  const upsertStarts = (rows: ReadonlyArray<Record<string, unknown>>) =>
+    sql`INSERT INTO trace_calls ${sql.insert(rows)} ON CONFLICT (project_id, id) DO UPDATE SET has_start = 1,
+      trace_id = excluded.trace_id, parent_id = excluded.parent_id, op_name = excluded.op_name,
+      display_name = excluded.display_name, thread_id = excluded.thread_id, turn_id = excluded.turn_id,
+      started_at = excluded.started_at, started_key = excluded.started_key, attributes = excluded.attributes,
+      inputs = excluded.inputs, wb_user_id = excluded.wb_user_id, wb_run_id = excluded.wb_run_id,
+      wb_run_step = excluded.wb_run_step`
 
-  const upsertEnds = (ends: ReadonlyArray<CallEnd>) =>
-    sql`INSERT INTO trace_calls ${sql.insert(
-      ends.map((end) => ({
-        project_id: end.project_id,
-        id: end.id,
-        has_start: 0,
-        ended_at: end.ended_at,
-        output: Option.match(end.output, { onNone: () => null, onSome: json }),
-        summary: json(end.summary),
-        exception: end.exception,
-        wb_run_step_end: end.wb_run_step_end
-      }))
-    )} ON CONFLICT (project_id, id) DO UPDATE SET ended_at = excluded.ended_at, output = excluded.output,
-      summary = excluded.summary, exception = excluded.exception, wb_run_step_end = excluded.wb_run_step_end`
+  const upsertEnds = (rows: ReadonlyArray<Record<string, unknown>>) =>
+    sql`INSERT INTO trace_calls ${sql.insert(rows)} ON CONFLICT (project_id, id) DO UPDATE SET
+      ended_at = excluded.ended_at, output = excluded.output, summary = excluded.summary,
+      exception = excluded.exception, wb_run_step_end = excluded.wb_run_step_end`
 
-  const batch = (items: ReadonlyArray<BatchItem>) =>
+  const startRow = (start: CallStartText) => ({ ...start, has_start: 1 })
+
+  const endRow = (end: CallEndText) => ({
+    project_id: end.project_id,
+    id: end.id,
+    has_start: 0,
+    ended_at: end.ended_at,
+    output: end.output,
+    summary: end.summary,
+    exception: end.exception,
+    wb_run_step_end: end.wb_run_step_end
+  })
+
+  /** The rows of a batch's starts and of its ends, in order, stored in one transaction. */
+  const store = (starts: ReadonlyArray<Record<string, unknown>>, ends: ReadonlyArray<Record<string, unknown>>) =>
     Effect.gen(function* () {
-      const starts = items.flatMap((item) => (item.mode === "start" ? [item.start] : []))
-      const ends = items.flatMap((item) => (item.mode === "end" ? [item.end] : []))
       for (const part of chunks(starts)) yield* upsertStarts(part)
       for (const part of chunks(ends)) yield* upsertEnds(part)
     }).pipe(sql.withTransaction, Effect.orDie, Effect.withSpan("TraceCalls.batch"))
+
+  const batch = (items: ReadonlyArray<BatchItem>) =>
+    Effect.suspend(() => {
+      const starts: Array<Record<string, unknown>> = []
+      const ends: Array<Record<string, unknown>> = []
+      for (const item of items) {
+        if (item.mode === "start") {
+          const start = item.start
+          starts.push({ ...start, has_start: 1, attributes: json(start.attributes), inputs: json(start.inputs) })
+        } else {
+          const end = item.end
+          ends.push({
+            project_id: end.project_id,
+            id: end.id,
+            has_start: 0,
+            ended_at: end.ended_at,
+            output: Option.match(end.output, { onNone: () => null, onSome: json }),
+            summary: json(end.summary),
+            exception: end.exception,
+            wb_run_step_end: end.wb_run_step_end
+          })
+        }
+      }
+      return store(starts, ends)
+    })
+
+  const batchText = (items: ReadonlyArray<BatchTextItem>) =>
+    Effect.suspend(() => {
+      const starts: Array<Record<string, unknown>> = []
+      const ends: Array<Record<string, unknown>> = []
+      for (const item of items) {
+        if (item.mode === "start") starts.push(startRow(item.start))
+        else ends.push(endRow(item.end))
+      }
+      return store(starts, ends)
+    })
 
   const read = (projectId: string, id: string) =>
     sql<Row>`SELECT ${sql.literal(columns)} FROM trace_calls
@@ -338,7 +393,7 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
       Effect.withSpan("TraceCalls.softDelete")
     )
 
-  return { batch, read, query, queryPage, lineage, setDisplayName, softDelete }
+  return { batch, batchText, read, query, queryPage, lineage, setDisplayName, softDelete }
 })
 
 /** The trace calls repository layer. */

@@ -12,6 +12,9 @@
  *   `file` part is FastAPI's 422 naming the part, a file name or text field over {@link MAX_FORM_NAME} /
  *   {@link MAX_FORM_FIELD} characters 400. The route then gets a fresh body with only the parts it takes.
  * - Raw routes (`/otel/v1/trace(s)`, `POST /v1/local/files`) read their bodies themselves, by content type.
+ * - `call/upsert_batch` reads its JSON text itself (a batch of thousands of calls stored without a parse, see
+ *   `trace/batchText.ts`): the media type is checked here, and a body the route does not read itself goes through
+ *   {@link admitJson}, the same parse and depth check as any JSON route's.
  *
  * Errors come in the surface's own shape (see `responses.ts`): `{detail}` on the training surface,
  * `{error: {...}}` on the OpenAI-compatible one, `{reason}` on the trace surface.
@@ -37,6 +40,12 @@ export const MAX_FORM_FIELD = 4096
 
 /** Paths whose routes read the body raw themselves. */
 const RAW_PATHS = new Set(["/otel/v1/trace", "/otel/v1/traces", "/v1/local/files"])
+
+/**
+ * Paths of JSON routes that read the body's text themselves (`call/upsert_batch`: see `trace/batchText.ts`): the
+ * media type is checked here, the rest left to the route, which calls {@link admitJson} for a body it does not read.
+ */
+const TEXT_PATHS = new Set(["/call/upsert_batch"])
 
 /** Tells the paths of the routes whose payload is `multipart/form-data` (`file/create` and its alias). */
 export const multipartPaths = (table: ReadonlyArray<Route>): ((pathname: string) => boolean) => {
@@ -203,6 +212,23 @@ export const admit = (
         )
       )
     }
+    // The route reads the text itself, and goes through `admitJson` when it needs the parsed body.
+    if (TEXT_PATHS.has(pathname)) return Either.right(request)
+    return yield* admitJson(request, pathname)
+  })
+
+/**
+ * A JSON body as routes get it: read, parsed once and its depth counted (see the module's comment); the request
+ * then gives the parsed value as its `json`, or the 400 for a body nested too deep. A body that fails to arrive
+ * whole, or is not JSON, is left to the route's own reading, which answers it. For the routes of
+ * {@link TEXT_PATHS}, which read their text first and come here only for a body they do not read themselves.
+ */
+export const admitJson = (
+  request: HttpServerRequest.HttpServerRequest,
+  pathname: string
+): Effect.Effect<Either.Either<HttpServerRequest.HttpServerRequest, HttpServerResponse.HttpServerResponse>> =>
+  Effect.gen(function* () {
+    if (!hasBody(request)) return Either.right(request)
     const text = yield* Effect.either(request.text)
     // A body that fails to arrive whole is left to the route's own reading, which answers it.
     if (Either.isLeft(text)) return Either.right(request)

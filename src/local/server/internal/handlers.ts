@@ -32,6 +32,7 @@ import * as TraceRefs from "./trace/refs.js"
 import * as TraceService from "./trace/service.js"
 import * as TraceTables from "./trace/tables.js"
 import * as TraceThreads from "./trace/threads.js"
+import { callUpsertBatchText } from "./trace/upsertBatch.js"
 
 /** A real query through the SQL client, within two seconds. */
 const databaseCheck = Database.ping.pipe(
@@ -119,7 +120,8 @@ export const TraceCallsLive = HttpApiBuilder.group(LocalApi, "traceCalls", (hand
   handlers
     .handle("callStart", TraceCalls.callStart)
     .handle("callEnd", TraceCalls.callEnd)
-    .handle("callUpsertBatch", TraceCalls.callUpsertBatch)
+    // Reads its body's text itself (see `trace/upsertBatch.ts`).
+    .handleRaw("callUpsertBatch", callUpsertBatchText)
     .handle("callRead", TraceCalls.callRead)
     .handle("callUpdate", TraceCalls.callUpdate)
     .handle("callsDelete", TraceCalls.callsDelete)

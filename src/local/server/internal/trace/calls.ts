@@ -57,18 +57,30 @@ import { resolveObjectRef } from "./refs.js"
 const badId = (name: string, id: string | null | undefined): string | undefined =>
   id === null || id === undefined || isCallId(id) ? undefined : `Invalid ${name}: ${id}`
 
+/** The fields of a start that its checks and its stored row read, besides its JSON (objects or text). */
+type StartFields = Omit<CallStartInsert, "attributes" | "inputs" | "otel_dump">
+
+/** A start as stored, its JSON (`attributes`, `inputs`) as objects or as text (`J`). */
+export type StoredStart<J> = Omit<TraceCalls.CallStart, "attributes" | "inputs"> & {
+  readonly attributes: J
+  readonly inputs: J
+}
+
 /**
  * Why a start is refused (a 400 `{reason}`), checked in order: the project, the ids, then the time; or its time,
  * read. Plain functions, so that a batch of thousands of calls is checked in one loop.
  */
-const checkedStart = (start: CallStartInsert): Instant | string => {
+const checkedStart = (start: StartFields): Instant | string => {
   if (!isProjectId(start.project_id)) return INVALID_PROJECT
   const bad = badId("id", start.id) ?? badId("trace_id", start.trace_id) ?? badId("parent_id", start.parent_id)
   return bad ?? instant(start.started_at) ?? `Invalid started_at: ${start.started_at}`
 }
 
+/** The fields of an end that its checks read. */
+type EndFields = Pick<CallEndInsert, "project_id" | "id" | "ended_at">
+
 /** Why an end is refused, checked as a start's is; or its time, read. */
-const checkedEnd = (end: CallEndInsert): Instant | string => {
+export const checkedEnd = (end: EndFields): Instant | string => {
   if (!isProjectId(end.project_id)) return INVALID_PROJECT
   return badId("id", end.id) ?? instant(end.ended_at) ?? `Invalid ended_at: ${end.ended_at}`
 }
@@ -76,7 +88,12 @@ const checkedEnd = (end: CallEndInsert): Instant | string => {
 const INVALID_PROJECT = `Invalid project_id: expected "entity/project"`
 
 /** A start as stored, its id and trace id settled. */
-const storedStart = (start: CallStartInsert, id: string, traceId: string, started: Instant): TraceCalls.CallStart => ({
+const storedStart = <J>(
+  start: StartFields & { readonly attributes: J; readonly inputs: J },
+  id: string,
+  traceId: string,
+  started: Instant
+): StoredStart<J> => ({
   project_id: start.project_id,
   id,
   trace_id: traceId,
@@ -97,12 +114,13 @@ const storedStart = (start: CallStartInsert, id: string, traceId: string, starte
 /**
  * A start as stored when its own fields settle it, or why it is refused, or `undefined` when it needs more (an id
  * made, or the trace id of a parent not in the batch read from the store: see {@link toStart}). `traces` holds
- * the trace ids of the batch's earlier starts, for children without one.
+ * the trace ids of the batch's earlier starts, for children without one. Its JSON is carried as given (`J`:
+ * objects, or their text).
  */
-const settledStart = (
-  start: CallStartInsert,
+export const settledStart = <J>(
+  start: StartFields & { readonly attributes: J; readonly inputs: J },
   traces: Map<string, string>
-): TraceCalls.CallStart | string | undefined => {
+): StoredStart<J> | string | undefined => {
   const started = checkedStart(start)
   if (typeof started === "string") return started
   const parentId = start.parent_id ?? null
@@ -378,7 +396,8 @@ export const callEnd = ({ payload }: { readonly payload: CallEndReq }) =>
 /**
  * `POST /call/upsert_batch`: every item checked first (in order: the first refused one is the answer), then all
  * stored in one transaction. The items are checked in a plain loop; only a start that needs an id made or its
- * parent's trace read from the store goes through an effect.
+ * parent's trace read from the store goes through an effect. The route reads the body's text first
+ * (`upsertBatch.ts`) and comes here with the decoded payload when it does not store the batch from the text.
  */
 export const callUpsertBatch = ({ payload }: { readonly payload: CallCreateBatchReq }) =>
   Effect.gen(function* () {
