@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -53,6 +54,20 @@ describe("timeoutFail", () => {
       const ref = FiberRef.unsafeMake(0)
       yield* timeoutFail(FiberRef.set(ref, 7), limit(1000))
       expect(yield* FiberRef.get(ref)).toBe(7)
+    })
+  )
+
+  it.live("under the live clock: the effect sees the caller's services and span, and runs in another fiber", () =>
+    Effect.gen(function* () {
+      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+      const seen = yield* timeoutFail(Effect.all([Greeting, Effect.currentSpan, Effect.fiberId]), limit(1000)).pipe(
+        Effect.provideService(Greeting, "hello"),
+        Effect.withSpan("caller")
+      )
+      const [greeting, span, fiberId] = seen
+      expect(greeting).toBe("hello")
+      expect(span.name).toBe("caller")
+      expect(fiberId).not.toEqual(yield* Effect.fiberId)
     })
   )
 
