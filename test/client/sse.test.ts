@@ -5,6 +5,7 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -77,6 +78,53 @@ describe("SSE parser", () => {
     expect(parser.feed("data: a\ndata: b")).toEqual([])
     expect(parser.end()).toEqual([ev("a\nb")])
     expect(parser.end()).toEqual([])
+  })
+
+  it("fed in any pieces, gives what the event-stream rules give for the whole text", () => {
+    /** The rules read plainly: the whole text split into lines, each line's field and value, events at blank lines. */
+    const reference = (text: string): Array<SseEvent> => {
+      const out: Array<SseEvent> = []
+      let data: string | undefined
+      let event: string | undefined
+      let id: string | undefined
+      const lines = text.split(/\r\n|\r|\n/)
+      for (const line of lines) {
+        if (line === "") {
+          if (data !== undefined) out.push({ event, data, id })
+          data = event = id = undefined
+          continue
+        }
+        if (line.startsWith(":")) continue
+        const colon = line.indexOf(":")
+        const field = colon === -1 ? line : line.slice(0, colon)
+        const raw = colon === -1 ? "" : line.slice(colon + 1)
+        const value = raw.startsWith(" ") ? raw.slice(1) : raw
+        if (field === "data") data = data === undefined ? value : `${data}\n${value}`
+        else if (field === "event") event = value
+        else if (field === "id" && !value.includes("\0")) id = value
+      }
+      if (data !== undefined) out.push({ event, data, id })
+      return out
+    }
+    const value = FastCheck.stringOf(FastCheck.constantFrom("a", " ", ":", "d", "{", "é", "\0"), { maxLength: 6 })
+    const line = FastCheck.oneof(
+      FastCheck.tuple(
+        FastCheck.constantFrom("data", "data:", "data: ", "event:", "id:", ":", "dat", "da", "x:", ""),
+        value
+      ).map(([field, v]) => `${field}${v}`),
+      FastCheck.constant("")
+    )
+    const text = FastCheck.array(FastCheck.tuple(line, FastCheck.constantFrom("\n", "\r\n", "\r")), {
+      maxLength: 12
+    }).map((lines) => lines.map(([l, end]) => `${l}${end}`).join(""))
+    FastCheck.assert(
+      FastCheck.property(text, FastCheck.array(FastCheck.nat(), { maxLength: 5 }), (whole, cuts) => {
+        const at = [...new Set(cuts.map((c) => c % (whole.length + 1)))].sort((a, b) => a - b)
+        const pieces = [0, ...at].map((from, i) => whole.slice(from, [...at, whole.length][i]))
+        expect(parse(...pieces)).toEqual(reference(whole))
+      }),
+      { numRuns: 500 }
+    )
   })
 
   it.effect("events(): a text stream to events, the unterminated last one included", () =>

@@ -191,6 +191,22 @@ describe("SseBody.decodeBody after [DONE], a body held open", () => {
       })
   )
 
+  it.scoped("under the live clock: a read interrupted in the drain; the next read ends once the body ends", () =>
+    Effect.gen(function* () {
+      const { source, aborted } = held()
+      const pull = yield* Stream.toPull(decodeBody(source, decode, options))
+      expect(Chunk.toReadonlyArray(yield* pull)).toEqual([[null, { a: 1 }]])
+      const draining = yield* Effect.fork(pull)
+      yield* TestServices.provideLive(Effect.sleep("5 millis"))
+      yield* Fiber.interrupt(draining)
+      setTimeout(() => source.body.end('data: {"a":2}\n\n'), 20)
+      const start = Date.now()
+      expect(Option.isNone(yield* Effect.flip(pull).pipe(TestServices.provideLive))).toBe(true)
+      expect(Date.now() - start).toBeLessThan(90)
+      expect(aborted()).toBe(false)
+    }).pipe(TestServices.provideLive)
+  )
+
   it.live("under the live clock: ended after 100 ms, aborted; a body that ends in time is not", () =>
     Effect.gen(function* () {
       const { source, aborted } = held()

@@ -53,12 +53,21 @@ export const makeScanner = (): Scanner => {
     id = undefined
   }
 
-  const line = (text: string, out: Array<SseEvent>) => {
-    if (text === "") return dispatch(out)
-    if (text.charCodeAt(0) === 58 /* ':' */) return
-    const colon = text.indexOf(":")
-    const field = colon === -1 ? text : text.slice(0, colon)
-    let value = colon === -1 ? "" : text.slice(colon + 1)
+  /** The line `text[start, end)`; a `data` line's value is cut from `text` once, with no copy of the line. */
+  const line = (text: string, start: number, end: number, out: Array<SseEvent>) => {
+    if (start === end) return dispatch(out)
+    const first = text.charCodeAt(start)
+    if (first === 58 /* ':' */) return
+    if (first === 100 /* 'd' */ && text.startsWith("data:", start)) {
+      const from = text.charCodeAt(start + 5) === 32 /* ' ' */ && start + 5 < end ? start + 6 : start + 5
+      const value = text.slice(from, end)
+      data = data === undefined ? value : `${data}\n${value}`
+      return
+    }
+    const whole = text.slice(start, end)
+    const colon = whole.indexOf(":")
+    const field = colon === -1 ? whole : whole.slice(0, colon)
+    let value = colon === -1 ? "" : whole.slice(colon + 1)
     if (value.charCodeAt(0) === 32 /* ' ' */) value = value.slice(1)
     switch (field) {
       case "data":
@@ -87,7 +96,7 @@ export const makeScanner = (): Scanner => {
     for (; i < length; i++) {
       const c = buffer.charCodeAt(i)
       if (c === 10 || c === 13) {
-        line(buffer.slice(start, i), out)
+        line(buffer, start, i, out)
         if (c === 13) {
           if (i + 1 < length) {
             if (buffer.charCodeAt(i + 1) === 10) i++
@@ -102,7 +111,7 @@ export const makeScanner = (): Scanner => {
   }
 
   const end = (out: Array<SseEvent>) => {
-    if (buffer !== "") line(buffer, out)
+    if (buffer !== "") line(buffer, 0, buffer.length, out)
     buffer = ""
     dispatch(out)
   }
