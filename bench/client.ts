@@ -28,7 +28,9 @@
  *
  * `--only=<client>-<mode>` (e.g. `effect-stream`) with `--cpu-prof-loops=<n>` runs just that path n times at
  * concurrency 1 and 64 (or `--concurrency`), for `node --cpu-prof --import tsx bench/client.ts ...` (the
- * `--cpu-prof` flags are passed on to the bundled run, whose profile names the library's functions).
+ * `--cpu-prof` flags are passed on to the bundled run, whose profile names the library's functions). `--trace-gc`
+ * is passed on the same way (not to the server): at concurrency 64 young-generation collections are most of what
+ * effect-rl's streams cost beyond openai's (with `--max-semi-space-size=64` the x64 CPU ratio measured 1.24 -> 1.06).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdirSync } from "node:fs"
@@ -161,7 +163,7 @@ const startServer = (): Promise<{ readonly child: ChildProcess; readonly url: st
     const args = [...process.execArgv, new URL(import.meta.url).pathname, "--serve", ...process.argv.slice(2)]
     const child = spawn(
       process.execPath,
-      args.filter((a) => !a.startsWith("--cpu-prof")),
+      args.filter((a) => !a.startsWith("--cpu-prof") && !a.startsWith("--trace-gc")),
       {
         stdio: ["ignore", "pipe", "inherit"]
       }
@@ -385,7 +387,7 @@ const bundleAndRun = async () => {
     outfile,
     logLevel: "warning"
   })
-  const profile = process.execArgv.filter((a) => a.startsWith("--cpu-prof"))
+  const profile = process.execArgv.filter((a) => a.startsWith("--cpu-prof") || a.startsWith("--trace-gc"))
   const child = spawn(process.execPath, [...profile, outfile, "--run", ...process.argv.slice(2)], { stdio: "inherit" })
   const code = await new Promise<number>((resolve) => child.once("exit", (c) => resolve(c ?? 1)))
   process.exit(code)
