@@ -254,7 +254,7 @@ class Reader {
     const start = this.pos
     this.string(true)
     const end = this.pos
-    if (isIndexKey(text, start + 1, end - 1)) decline()
+    if (isDigit(text.charCodeAt(start + 1)) && isIndexKey(text, start + 1, end - 1)) decline()
     const top = this.top
     for (let k = base; k < top; k += 2) {
       const from = keys[k]!
@@ -267,6 +267,19 @@ class Reader {
     keys[top + 1] = end
     this.top = top + 2
     this.keyEnd = end
+    this.expect(COLON)
+    return start
+  }
+
+  /**
+   * Past a key of the body's own objects (the batch, its items, their starts and ends), and its colon: its text
+   * is not kept, so neither its place nor a repeat matters (each reader takes a known key once: see {@link once}).
+   * Where its text starts (at its quote).
+   */
+  field(): number {
+    const start = this.pos
+    this.string(true)
+    this.keyEnd = this.pos
     this.expect(COLON)
     return start
   }
@@ -305,6 +318,14 @@ class Reader {
     if (c === COMMA) return true
     if (c !== CLOSE_OBJECT) decline()
     this.top = base
+    return false
+  }
+
+  /** {@link more} for the body's own objects, whose keys are not tracked (see {@link field}). */
+  next(): boolean {
+    const c = this.text.charCodeAt(this.pos++)
+    if (c === COMMA) return true
+    if (c !== CLOSE_OBJECT) decline()
     return false
   }
 
@@ -373,28 +394,37 @@ class Reader {
   }
 }
 
-/** Names by their length, to look a key up among them (see {@link known}). */
-type ByLength<K extends string> = ReadonlyArray<ReadonlyArray<K> | undefined>
+/** Names (their places in a list) by their length, to look a key up among them (see {@link known}). */
+interface Names<K extends string> {
+  readonly names: ReadonlyArray<K>
+  readonly byLength: ReadonlyArray<ReadonlyArray<number> | undefined>
+}
 
-const byLength = <K extends string>(names: ReadonlyArray<K>): ByLength<K> => {
-  const out: Array<Array<K>> = []
-  for (const name of names) {
-    const list = out[name.length] ?? []
-    list.push(name)
-    out[name.length] = list
+const names = <K extends string>(list: ReadonlyArray<K>): Names<K> => {
+  const byLength: Array<Array<number>> = []
+  list.forEach((name, i) => {
+    const same = byLength[name.length] ?? []
+    same.push(i)
+    byLength[name.length] = same
+  })
+  return { names: list, byLength }
+}
+
+/** The place in `table` of the last key read (its text from its quote at `at`), or -1 when it is none of them. */
+const known = <K extends string>(r: Reader, at: number, table: Names<K>): number => {
+  const candidates = table.byLength[r.keyEnd - at - 2]
+  if (candidates === undefined) return -1
+  for (let i = 0; i < candidates.length; i++) {
+    const index = candidates[i]!
+    if (r.isKey(at, table.names[index]!)) return index
   }
-  return out
+  return -1
 }
 
-/** The last key read (its text from its quote at `at`) when it is one of `names`, else undefined. */
-const known = <K extends string>(r: Reader, at: number, names: ByLength<K>): K | undefined => {
-  const candidates = names[r.keyEnd - at - 2]
-  if (candidates === undefined) return undefined
-  for (let i = 0; i < candidates.length; i++) if (r.isKey(at, candidates[i]!)) return candidates[i]
-  return undefined
-}
+const USAGE_KEYS = names(LLM_USAGE_KEYS)
 
-const USAGE_KEYS = byLength(LLM_USAGE_KEYS)
+/** Members' texts joined by a comma, either empty or both. */
+const joined = (a: string, b: string): string => (a === "" ? b : b === "" ? a : `${a},${b}`)
 
 /** Whether the last {@link usageCounts} wrote its text as it came. */
 let countsAsCame = true
@@ -417,13 +447,12 @@ const usageCounts = (r: Reader, depth: number): string => {
   let others: Array<number> | undefined
   do {
     const at = r.key(base)
-    const name = known(r, at, USAGE_KEYS)
-    if (name === undefined) {
+    const index = known(r, at, USAGE_KEYS)
+    if (index < 0) {
       r.value(depth)
       if (others === undefined) others = []
       others.push(at, r.pos)
     } else {
-      const index = LLM_USAGE_KEYS.indexOf(name)
       r.nullableInt()
       if (index < last || others !== undefined) inOrder = false
       last = index
@@ -436,12 +465,12 @@ const usageCounts = (r: Reader, depth: number): string => {
   if (inOrder) return text.slice(from, r.pos)
   let out = ""
   for (let i = 0; i < LLM_USAGE_KEYS.length; i++) {
-    if ((named & (1 << i)) !== 0) out += `,${text.slice(namedAt[2 * i]!, namedAt[2 * i + 1]!)}`
+    if ((named & (1 << i)) !== 0) out = joined(out, text.slice(namedAt[2 * i]!, namedAt[2 * i + 1]!))
   }
   if (others !== undefined) {
-    for (let i = 0; i < others.length; i += 2) out += `,${text.slice(others[i]!, others[i + 1]!)}`
+    for (let i = 0; i < others.length; i += 2) out = joined(out, text.slice(others[i]!, others[i + 1]!))
   }
-  return `{${out.slice(1)}}`
+  return `{${out}}`
 }
 
 /**
@@ -472,10 +501,10 @@ const summary = (r: Reader, depth: number): string => {
           const counts = r.pos
           const written = usageCounts(r, depth + 2)
           if (!countsAsCame) asCame = false
-          models += `,${text.slice(model, counts)}${written}`
+          models = joined(models, text.slice(model, counts) + written)
         } while (r.more(modelBase))
       }
-      usage = asCame ? `,"usage":${text.slice(usageFrom, r.pos)}` : `,"usage":{${models.slice(1)}}`
+      usage = asCame ? `"usage":${text.slice(usageFrom, r.pos)}` : `"usage":{${models}}`
       if (members !== 0) asCame = false
     } else if (r.isKey(at, "status_counts")) {
       const start = r.pos
@@ -486,18 +515,21 @@ const summary = (r: Reader, depth: number): string => {
           if (r.nullableInt() === null) decline()
         } while (r.more(countBase))
       }
-      statusCounts = `,"status_counts":${text.slice(start, r.pos)}`
+      statusCounts = `"status_counts":${text.slice(start, r.pos)}`
       if (members !== (usage === "" ? 0 : 1)) asCame = false
     } else {
       r.value(depth)
-      others += `,${text.slice(at, r.pos)}`
+      others = joined(others, text.slice(at, r.pos))
     }
     members++
   } while (r.more(base))
-  return asCame ? text.slice(from, r.pos) : `{${(usage + statusCounts + others).slice(1)}}`
+  return asCame ? text.slice(from, r.pos) : `{${joined(joined(usage, statusCounts), others)}}`
 }
 
-const START_KEYS = byLength([
+/** `seen` with `bit` added, declining when it is there already: a known key repeated (a parse keeps the last). */
+const once = (seen: number, bit: number): number => ((seen & bit) !== 0 ? decline() : seen | bit)
+
+const START_NAMES = [
   "project_id",
   "id",
   "op_name",
@@ -513,9 +545,9 @@ const START_KEYS = byLength([
   "wb_user_id",
   "wb_run_id",
   "wb_run_step"
-] as const)
+] as const
 
-const END_KEYS = byLength([
+const END_NAMES = [
   "project_id",
   "id",
   "trace_id",
@@ -526,7 +558,10 @@ const END_KEYS = byLength([
   "output",
   "summary",
   "wb_run_step_end"
-] as const)
+] as const
+
+const START_KEYS = names(START_NAMES)
+const END_KEYS = names(END_NAMES)
 
 const start = (r: Reader, depth: number): StartText => {
   let projectId: string | undefined
@@ -543,10 +578,12 @@ const start = (r: Reader, depth: number): StartText => {
   let wbUserId: string | null | undefined
   let wbRunId: string | null | undefined
   let wbRunStep: number | null | undefined
-  const base = r.base
+  let seen = 0
   if (r.open(depth)) return decline()
   do {
-    switch (known(r, r.key(base), START_KEYS)) {
+    const index = known(r, r.field(), START_KEYS)
+    if (index >= 0) seen = once(seen, 1 << index)
+    switch (START_NAMES[index]) {
       case "project_id":
         projectId = r.stringValue()
         break
@@ -595,7 +632,7 @@ const start = (r: Reader, depth: number): StartText => {
       default:
         r.value(depth)
     }
-  } while (r.more(base))
+  } while (r.next())
   if (
     projectId === undefined ||
     opName === undefined ||
@@ -631,10 +668,12 @@ const end = (r: Reader, depth: number): EndText => {
   let output: string | undefined
   let summaryText: string | undefined
   let wbRunStepEnd: number | null | undefined
-  const base = r.base
+  let seen = 0
   if (r.open(depth)) return decline()
   do {
-    switch (known(r, r.key(base), END_KEYS)) {
+    const index = known(r, r.field(), END_KEYS)
+    if (index >= 0) seen = once(seen, 1 << index)
+    switch (END_NAMES[index]) {
       case "project_id":
         projectId = r.stringValue()
         break
@@ -666,7 +705,7 @@ const end = (r: Reader, depth: number): EndText => {
       default:
         r.value(depth)
     }
-  } while (r.more(base))
+  } while (r.next())
   if (projectId === undefined || id === undefined || endedAt === undefined || summaryText === undefined) {
     return decline()
   }
@@ -685,22 +724,29 @@ const item = (r: Reader): ItemText => {
   let mode: string | undefined
   let startText: StartText | undefined
   let endText: EndText | undefined
-  const base = r.base
+  let seen = 0
   if (r.open(2)) return decline()
   do {
-    const at = r.key(base)
-    if (r.isKey(at, "mode")) mode = r.stringValue()
-    else if (r.isKey(at, "req")) {
-      const reqBase = r.base
+    const at = r.field()
+    if (r.isKey(at, "mode")) {
+      seen = once(seen, 1)
+      mode = r.stringValue()
+    } else if (r.isKey(at, "req")) {
+      seen = once(seen, 2)
+      let seenReq = 0
       if (r.open(3)) return decline()
       do {
-        const reqKey = r.key(reqBase)
-        if (r.isKey(reqKey, "start")) startText = start(r, 4)
-        else if (r.isKey(reqKey, "end")) endText = end(r, 4)
-        else r.value(3)
-      } while (r.more(reqBase))
+        const reqKey = r.field()
+        if (r.isKey(reqKey, "start")) {
+          seenReq = once(seenReq, 1)
+          startText = start(r, 4)
+        } else if (r.isKey(reqKey, "end")) {
+          seenReq = once(seenReq, 2)
+          endText = end(r, 4)
+        } else r.value(3)
+      } while (r.next())
     } else r.value(2)
-  } while (r.more(base))
+  } while (r.next())
   if (mode === "start" && startText !== undefined) return { mode, start: startText }
   if (mode === "end" && endText !== undefined) return { mode, end: endText }
   return decline()
@@ -708,14 +754,14 @@ const item = (r: Reader): ItemText => {
 
 const batch = (r: Reader): Array<ItemText> | undefined => {
   let items: Array<ItemText> | undefined
-  const base = r.base
   if (r.open(1)) return undefined
   do {
-    const at = r.key(base)
+    const at = r.field()
     if (!r.isKey(at, "batch")) {
       r.value(1)
       continue
     }
+    if (items !== undefined) decline()
     r.expect(OPEN_ARRAY)
     items = []
     if (r.text.charCodeAt(r.pos) === CLOSE_ARRAY) {
@@ -728,7 +774,7 @@ const batch = (r: Reader): Array<ItemText> | undefined => {
       if (c === CLOSE_ARRAY) break
       if (c !== COMMA) decline()
     }
-  } while (r.more(base))
+  } while (r.next())
   if (r.pos !== r.text.length) decline()
   return items
 }
