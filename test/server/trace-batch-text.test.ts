@@ -178,10 +178,9 @@ describe("call/upsert_batch bodies read from their text", () => {
         stored++
         if (typeof slow === "string") throw new Error(`the parsed path refused: ${slow}`)
         expect(fast.items).toStrictEqual(slow.items.map(asText))
-        // The results the route answers, and their JSON.
+        // The answer: the JSON of the results the parsed path gives.
         const res = slow.items.map((i) => (i.mode === "start" ? { id: i.start.id, trace_id: i.start.trace_id } : {}))
-        expect(fast.res).toStrictEqual(res)
-        expect(resultsText(fast.res)).toBe(JSON.stringify({ res }))
+        expect(resultsText(fast.items)).toBe(JSON.stringify({ res }))
       }),
       { numRuns: 1000 }
     )

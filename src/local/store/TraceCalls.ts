@@ -234,7 +234,24 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
       ended_at = excluded.ended_at, output = excluded.output, summary = excluded.summary,
       exception = excluded.exception, wb_run_step_end = excluded.wb_run_step_end`
 
-  const startRow = (start: CallStartText) => ({ ...start, has_start: 1 })
+  const startRow = (start: CallStartText) => ({
+    project_id: start.project_id,
+    id: start.id,
+    trace_id: start.trace_id,
+    parent_id: start.parent_id,
+    op_name: start.op_name,
+    display_name: start.display_name,
+    thread_id: start.thread_id,
+    turn_id: start.turn_id,
+    started_at: start.started_at,
+    started_key: start.started_key,
+    attributes: start.attributes,
+    inputs: start.inputs,
+    wb_user_id: start.wb_user_id,
+    wb_run_id: start.wb_run_id,
+    wb_run_step: start.wb_run_step,
+    has_start: 1
+  })
 
   const endRow = (end: CallEndText) => ({
     project_id: end.project_id,

@@ -12,7 +12,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { CallCreateBatchReq, type CallCreateBatchRes } from "../../../../api/TraceCall.js"
+import { CallCreateBatchReq } from "../../../../api/TraceCall.js"
 import * as TraceCalls from "../../../store/TraceCalls.js"
 import { admitJson } from "../admit.js"
 import { type ItemText, readBatchText } from "./batchText.js"
@@ -25,28 +25,21 @@ const PATH = "/call/upsert_batch"
 const decodeBatch = (u: unknown) =>
   Effect.catchTag(Schema.decodeUnknown(CallCreateBatchReq)(u), "ParseError", HttpApiDecodeError.refailParseError)
 
-type Result = CallCreateBatchRes["res"][number]
-
 /**
- * The items as stored and their results, or the first item's reason to refuse (a 400), or `undefined` when a
- * start needs more than its own fields and the batch's earlier starts (an id made, a parent's trace read).
+ * The items as stored, or the first item's reason to refuse (a 400), or `undefined` when a start needs more than
+ * its own fields and the batch's earlier starts (an id made, a parent's trace read).
  */
 export const storedItems = (
   batch: ReadonlyArray<ItemText>
-):
-  | { readonly items: ReadonlyArray<TraceCalls.BatchTextItem>; readonly res: ReadonlyArray<Result> }
-  | string
-  | undefined => {
+): { readonly items: ReadonlyArray<TraceCalls.BatchTextItem> } | string | undefined => {
   const traces = new Map<string, string>()
   const items: Array<TraceCalls.BatchTextItem> = new Array(batch.length)
-  const res: Array<Result> = new Array(batch.length)
   for (let i = 0; i < batch.length; i++) {
     const item = batch[i]!
     if (item.mode === "start") {
       const start = settledStart(item.start, traces)
       if (start === undefined || typeof start === "string") return start
       items[i] = { mode: "start", start }
-      res[i] = { id: start.id, trace_id: start.trace_id }
     } else {
       const end = item.end
       const ended = checkedEnd(end)
@@ -63,21 +56,20 @@ export const storedItems = (
           wb_run_step_end: end.wb_run_step_end ?? null
         }
       }
-      res[i] = {}
     }
   }
-  return { items, res }
+  return { items }
 }
 
 /**
- * `JSON.stringify({res})` of the results of {@link storedItems}, written directly: their ids are call ids (UUIDs or
- * hex ids, checked), which JSON writes as they are.
+ * The route's answer for items {@link storedItems} gave, `{res}` with `{id, trace_id}` for a start and `{}` for an
+ * end, as JSON written directly: the ids are call ids (UUIDs or hex ids, checked), which JSON writes as they are.
  */
-export const resultsText = (res: ReadonlyArray<Result>): string => {
-  const parts: Array<string> = new Array(res.length)
-  for (let i = 0; i < res.length; i++) {
-    const result = res[i]!
-    parts[i] = "id" in result ? `{"id":"${result.id}","trace_id":"${result.trace_id}"}` : "{}"
+export const resultsText = (items: ReadonlyArray<TraceCalls.BatchTextItem>): string => {
+  const parts: Array<string> = new Array(items.length)
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    parts[i] = item.mode === "start" ? `{"id":"${item.start.id}","trace_id":"${item.start.trace_id}"}` : "{}"
   }
   return `{"res":[${parts.join(",")}]}`
 }
@@ -93,7 +85,7 @@ export const callUpsertBatchText = ({ request }: { readonly request: HttpServerR
       const calls = yield* TraceCalls.TraceCalls
       yield* calls.batchText(stored.items)
       // The response the route's success schema gives, without a schema pass over thousands of results.
-      return HttpServerResponse.text(resultsText(stored.res), { contentType: "application/json" })
+      return HttpServerResponse.text(resultsText(stored.items), { contentType: "application/json" })
     }
     const admitted = yield* admitJson(request, PATH)
     if (Either.isLeft(admitted)) return admitted.left
