@@ -4,7 +4,8 @@
  * trained with RL from it.
  *
  *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
- *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1]
+ *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1] [--rl-groups=6] [--rl-rollouts=8]
+ *     [--rl-reward=correct|faithful]
  *
  * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
  *    was not pretrained on (goal: at least 95%).
@@ -21,8 +22,10 @@
  *    step the mean reward and the share of right answers (goal: at least 0.8 within 20 steps). The jobs'
  *    `learning_rate` is `--rl-lr`; without it the jobs give none and the base model's default applies (1e-3
  *    for `effect-rl/base-2k`; 3e-3, the engine's, for the random-init models: from the pretrained base 3e-3
- *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1). The
+ *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1); `--rl-groups` and `--rl-rollouts` split a step's rollouts. The
  *    figures vary a lot from run to run (6 shops a step, sampling unseeded): compare rates over several seeds.
+ *    Per step it also prints the right calls (tool and item) and the share of them whose answer copied the result;
+ *    `--rl-reward=faithful` pays half for copying whichever result came back (see docs/embedded-backend.md).
  *
  * `--eval=0` skips sections 1-4 of the pretrained base, `--random=0` those of the random-init model.
  * `--weights` evaluates a checkpoint file instead of the shipped base (a snapshot of `scripts/pretrain.ts`).
@@ -350,6 +353,8 @@ const shops = (count: number, seed: number): ReadonlyArray<Shop> => {
 interface Played {
   readonly tool: string | undefined
   readonly item: string | undefined
+  /** The text the call's tool returned (the value an answer should copy), when a call was made. */
+  readonly result: string | undefined
   readonly answer: unknown
 }
 
@@ -388,19 +393,52 @@ const playShop = (shop: Shop) =>
     })
     const call = outcome.calls[0]
     const item = call === undefined ? undefined : (JSON.parse(call.arguments) as { item?: string }).item
-    return { tool: call?.name, item, answer: parsedAnswer(outcome.answer) } satisfies Played
+    return { tool: call?.name, item, result: call?.result, answer: parsedAnswer(outcome.answer) } satisfies Played
   })
 
 const part = (score: (shop: Shop, played: Played) => boolean): Reward.Reward<Shop, Played> =>
   Reward.fromFunction(({ scenario, value }) => (score(scenario, value) ? 1 : 0))
 
+/** The right call's result in the answer: the metric the goal counts. */
+const correct = part((s, p) => p.answer === s[s.asks][s.item])
+const rightTool = part((s, p) => p.tool === s.asks)
+const rightItem = part((s, p) => p.item === s.item)
+// Weight 0, a diagnostic: the right tool of the right item, the call the answer has to copy from.
+const rightCall = part((s, p) => p.tool === s.asks && p.item === s.item)
+
+/** The reward: half for the right answer, a quarter each for the right tool and the right item. */
 const shopReward: Reward.Reward<Shop, Played> = Reward.weighted(
-  { name: "correct", reward: part((s, p) => p.answer === s[s.asks][s.item]), weight: 0.5 },
-  { name: "right_tool", reward: part((s, p) => p.tool === s.asks), weight: 0.25 },
-  { name: "right_item", reward: part((s, p) => p.item === s.item), weight: 0.25 }
+  { name: "correct", reward: correct, weight: 0.5 },
+  { name: "right_tool", reward: rightTool, weight: 0.25 },
+  { name: "right_item", reward: rightItem, weight: 0.25 },
+  { name: "right_call", reward: rightCall, weight: 0 }
 )
 
-const trainShop = (baseModel: string, steps: number, learningRate: number | undefined, seed: number) =>
+/**
+ * `--rl-reward=faithful`: half for an answer that is the value the call returned, whichever call was made, a
+ * quarter each for the right tool and item (all three: the right answer). Each decision gets its own credit: under
+ * `correct`, a faithful copy of a wrong call's result scores as a wrong copy, which teaches the model not to copy.
+ */
+const faithfulReward: Reward.Reward<Shop, Played> = Reward.weighted(
+  {
+    name: "faithful",
+    reward: part((_, p) => p.result !== undefined && p.answer === Number(p.result)),
+    weight: 0.5
+  },
+  { name: "right_tool", reward: rightTool, weight: 0.25 },
+  { name: "right_item", reward: rightItem, weight: 0.25 },
+  { name: "correct", reward: correct, weight: 0 },
+  { name: "right_call", reward: rightCall, weight: 0 }
+)
+
+const trainShop = (
+  baseModel: string,
+  steps: number,
+  learningRate: number | undefined,
+  seed: number,
+  groups: number,
+  rollouts: number
+) =>
   Effect.gen(function* () {
     const policy = yield* Policy.trainable({ project: "bench", name: `shop-${Date.now()}`, base_model: baseModel })
     const t0 = performance.now()
@@ -408,9 +446,9 @@ const trainShop = (baseModel: string, steps: number, learningRate: number | unde
       policy,
       scenarios: shops(120, seed),
       rollout: playShop,
-      reward: shopReward,
-      groupsPerStep: 6,
-      rolloutsPerGroup: 8,
+      reward: args.get("rl-reward") === "faithful" ? faithfulReward : shopReward,
+      groupsPerStep: groups,
+      rolloutsPerGroup: rollouts,
       steps,
       ...(learningRate === undefined ? {} : { config: { learning_rate: learningRate } })
     })
@@ -419,13 +457,20 @@ const trainShop = (baseModel: string, steps: number, learningRate: number | unde
       (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
     const applied = [...new Set(summary.steps.map((s) => s.training.learning_rate).filter((x) => x !== undefined))]
     console.log(
-      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of 6 x 8 rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
+      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
     )
     console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
     console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
     console.log(`  tool:    ${summary.steps.map((s) => metric(s.train, "right_tool")).join(" ")}`)
+    console.log(`  call:    ${summary.steps.map((s) => metric(s.train, "right_call")).join(" ")}`)
+    const copied = (m: Record<string, number>) =>
+      (Number(metric(m, "correct")) / Number(metric(m, "right_call"))).toFixed(2)
+    console.log(`  copied of right calls: ${summary.steps.map((s) => copied(s.train)).join(" ")}`)
     const first = summary.steps.findIndex((s) => Number(metric(s.train, "correct")) >= 0.8)
-    console.log(`  first step with correct >= 0.8: ${first === -1 ? "none" : first + 1}`)
+    const lastThree = summary.steps.slice(-3).map((s) => Number(metric(s.train, "correct")))
+    console.log(
+      `  first step with correct >= 0.8: ${first === -1 ? "none" : first + 1}; correct over the last three steps ${(lastThree.reduce((a, b) => a + b, 0) / lastThree.length).toFixed(2)}`
+    )
   })
 
 if (args.get("rl") !== "0") {
@@ -435,7 +480,9 @@ if (args.get("rl") !== "0") {
       args.get("rl-base") ?? PRETRAINED_MODEL,
       steps,
       args.has("rl-lr") ? Number(args.get("rl-lr")) : undefined,
-      Number(args.get("rl-seed") ?? 1)
+      Number(args.get("rl-seed") ?? 1),
+      Number(args.get("rl-groups") ?? 6),
+      Number(args.get("rl-rollouts") ?? 8)
     ).pipe(Effect.provide(Backend.local()))
   )
 }
