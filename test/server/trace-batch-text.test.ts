@@ -217,6 +217,10 @@ describe("call/upsert_batch bodies read from their text", () => {
       text.replace('"summary":{}', '"summary":{"status_counts":{"error":null}}'),
       text.replace('"summary":{}', '"summary":[]'),
       text.replace('"end"', '"middle"'),
+      // A raw control character and a lone surrogate inside strings (JSON.parse refuses the first; JSON.stringify
+      // would write the second escaped).
+      text.replace('"summary":{}', '"summary":{"a":"x\u0001y"}'),
+      text.replace('"summary":{}', '"summary":{"a":"x\ud800y"}'),
       text.replace('"id":', '"id":"0190a000-0000-7000-8000-000000000002","id":'),
       text.replace('{"end":', '{"end":{},"end":'),
       text.replace('"ended_at":"2026-01-01T00:00:00Z",', ""),

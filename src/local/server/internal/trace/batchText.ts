@@ -122,7 +122,8 @@ class Reader {
 
   /**
    * Past a string starting at `pos` (its opening quote); `canonical` asks that it be as `JSON.stringify` writes it.
-   * Whether it holds an escape. The text has no control characters (checked once).
+   * Whether it holds an escape. Control characters inside are found once for the whole text (see
+   * {@link readBatchText}).
    */
   private string(canonical: boolean): boolean {
     const text = this.text
@@ -787,13 +788,16 @@ const isWellFormed = (text: string): boolean => (text as unknown as { isWellForm
  * module's comment), or `undefined` when the body is not plainly one.
  */
 export const readBatchText = (text: string): ReadonlyArray<ItemText> | undefined => {
-  // JSON allows no raw control characters in strings, and whitespace (declined) is the only other place for them.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-  if (/[\x00-\x1f]/.test(text) || !isWellFormed(text)) return undefined
+  let items: ReadonlyArray<ItemText> | undefined
   try {
-    return batch(new Reader(text))
+    items = batch(new Reader(text))
   } catch (error) {
     if (error === DECLINE) return undefined
     throw error
   }
+  // The reader skips over the insides of strings: JSON allows no raw control characters there (whitespace, which
+  // it declines, is the only other place for them), and JSON.stringify escapes lone surrogates. Checked once read,
+  // so that a body declined early (an indented one) is not scanned for them.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  return /[\x00-\x1f]/.test(text) || !isWellFormed(text) ? undefined : items
 }
