@@ -5,6 +5,7 @@ import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { LLM_USAGE_KEYS } from "../../src/api/internal/traceFastPath.js"
 import { JsonObject, JsonValue } from "../../src/api/Json.js"
 import { CallBatchEnd, CallBatchStart, CallCreateBatchReq } from "../../src/api/TraceCall.js"
 import { readBatchText } from "../../src/local/server/internal/trace/batchText.js"
@@ -65,18 +66,8 @@ const awkward = FastCheck.oneof(
   FastCheck.constant({ a: [1.5, -0, 1e21, 12345678901234568, "\u2028", "\ud83d\ude00"], b: { c: null } })
 )
 const count = FastCheck.oneof(FastCheck.constant(null), FastCheck.integer(), FastCheck.maxSafeInteger())
-const usageName = FastCheck.constantFrom(
-  "prompt_tokens",
-  "input_tokens",
-  "completion_tokens",
-  "output_tokens",
-  "requests",
-  "total_tokens",
-  "cache_creation_input_tokens",
-  "cache_read_input_tokens",
-  "other",
-  "cost"
-)
+// The usage's own names (in LLMUsage's order) and two it does not name.
+const usageName = FastCheck.constantFrom(...LLM_USAGE_KEYS, "other", "cost")
 // A usage in any key order, some keys not the schema's.
 const usage = FastCheck.uniqueArray(FastCheck.tuple(usageName, count), {
   selector: ([name]) => name,
