@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
  *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1] [--rl-groups=6] [--rl-rollouts=8]
- *     [--rl-reward=correct|faithful]
+ *     [--rl-reward=correct|faithful] [--rl-packed=tokens]
  *
  * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
  *    was not pretrained on (goal: at least 95%).
@@ -450,7 +450,10 @@ const trainShop = (
       groupsPerStep: groups,
       rolloutsPerGroup: rollouts,
       steps,
-      ...(learningRate === undefined ? {} : { config: { learning_rate: learningRate } })
+      config: {
+        ...(learningRate === undefined ? {} : { learning_rate: learningRate }),
+        ...(args.has("rl-packed") ? { packed_sequence_length: Number(args.get("rl-packed")) } : {})
+      }
     })
     const seconds = (performance.now() - t0) / 1000
     const metric = (m: Record<string, number>, name: string) =>
