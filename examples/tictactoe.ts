@@ -13,6 +13,10 @@
  * in the centre and to finish its own lines (worth about 0.57 and 0.85 against this opponent), and the mean
  * reward of the last three steps is 0.52-0.67 (six runs). Win = 1, draw = 0.5, loss = 0.
  *
+ * Base model: `effect-rl/tiny` (random init) locally; a move is a constrained choice of a free cell, so it needs
+ * no pretrained writing. `EFFECT_RL_BASE_MODEL=effect-rl/base-2k` (the pretrained base) did alike in two runs
+ * (0.67 and 0.72 over the last three steps, against 0.68 for `tiny` beside them).
+ *
  * Run: `npm start`, `effect-rl train tictactoe [--steps n]`, or `npx tsx examples/tictactoe.ts [--steps n]`.
  */
 import { Effect } from "effect"
