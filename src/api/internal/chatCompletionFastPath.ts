@@ -11,7 +11,7 @@
  *
  * @internal
  */
-import { functionCall } from "./chatRequestFastPath.js"
+import { functionCall, nullishFunctionCall } from "./chatRequestFastPath.js"
 import {
   DECLINED,
   type Declinable,
@@ -29,6 +29,7 @@ import {
   nullishOr,
   nullishOrDecode,
   optional,
+  optionalDecoded,
   type Record_,
   undefinedOr
 } from "./fastPath.js"
@@ -44,6 +45,9 @@ const responseToolCall: Decoder = (u) => {
   return out
 }
 
+/** A response message's `tool_calls`: nullish, or the calls. */
+const responseToolCalls: Decoder = nullishOrDecode((c) => decodeArray(c, responseToolCall))
+
 const responseMessage = (u: unknown): Declinable<Record_> => {
   if (!isRecord(u) || typeof u.role !== "string") return DECLINED
   const out: Record_ = { role: u.role }
@@ -55,15 +59,11 @@ const responseMessage = (u: unknown): Declinable<Record_> => {
   ) {
     return DECLINED
   }
-  if (has(u, "function_call")) {
-    const call = nullishOrDecode(functionCall)(u.function_call)
-    if (call === DECLINED) return DECLINED
-    out.function_call = call
-  }
-  if (has(u, "tool_calls")) {
-    const calls = nullishOrDecode((c) => decodeArray(c, responseToolCall))(u.tool_calls)
-    if (calls === DECLINED) return DECLINED
-    out.tool_calls = calls
+  if (
+    !optionalDecoded(u, out, "function_call", nullishFunctionCall) ||
+    !optionalDecoded(u, out, "tool_calls", responseToolCalls)
+  ) {
+    return DECLINED
   }
   if (!optional(u, out, "reasoning", isNullableString) || !optional(u, out, "reasoning_content", isNullableString)) {
     return DECLINED
@@ -87,11 +87,7 @@ const choice: Decoder = (u) => {
   const m = responseMessage(u.message)
   if (m === DECLINED) return DECLINED
   const out: Record_ = { index: u.index, message: m }
-  if (has(u, "logprobs")) {
-    const logprobs = choiceLogprobs(u.logprobs)
-    if (logprobs === DECLINED) return DECLINED
-    out.logprobs = logprobs
-  }
+  if (!optionalDecoded(u, out, "logprobs", choiceLogprobs)) return DECLINED
   // Required, and null is a value.
   if (u.finish_reason !== null && typeof u.finish_reason !== "string") return DECLINED
   out.finish_reason = u.finish_reason

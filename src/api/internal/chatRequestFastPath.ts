@@ -34,8 +34,10 @@ import {
   nullishOr,
   nullishOrDecode,
   optional,
+  optionalDecoded,
   type Record_,
-  undefinedOr
+  undefinedOr,
+  undefinedOrDecode
 } from "./fastPath.js"
 
 /** A function call `{name, arguments}` (`FunctionCall` in ../ChatMessage.ts). */
@@ -71,6 +73,11 @@ const functionToolCall: Decoder = (u) => {
 }
 
 /** A system, developer or user message: `{role, content, name?}`. */
+/** A message's `function_call`: nullish, or the call (shared with the response's message). */
+export const nullishFunctionCall: Decoder = nullishOrDecode(functionCall)
+/** A request message's `tool_calls`: `optional(Array)`, so undefined is kept and null declined. */
+const functionToolCalls: Decoder = undefinedOrDecode((c) => decodeArray(c, functionToolCall))
+
 const textMessage = (u: Record_, role: string): Declinable<Record_> => {
   const content = textContent(u.content)
   if (content === DECLINED) return DECLINED
@@ -96,15 +103,11 @@ const assistantMessage = (u: Record_): Declinable<Record_> => {
   ) {
     return DECLINED
   }
-  if (has(u, "function_call")) {
-    const call = nullishOrDecode(functionCall)(u.function_call)
-    if (call === DECLINED) return DECLINED
-    out.function_call = call
-  }
-  if (has(u, "tool_calls")) {
-    const calls = u.tool_calls === undefined ? undefined : decodeArray(u.tool_calls, functionToolCall)
-    if (calls === DECLINED) return DECLINED
-    out.tool_calls = calls
+  if (
+    !optionalDecoded(u, out, "function_call", nullishFunctionCall) ||
+    !optionalDecoded(u, out, "tool_calls", functionToolCalls)
+  ) {
+    return DECLINED
   }
   if (!optional(u, out, "reasoning", isNullableString) || !optional(u, out, "reasoning_content", isNullableString)) {
     return DECLINED
@@ -188,15 +191,12 @@ const jsonSchemaFormat: Decoder = (u) => {
 }
 
 /** `ResponseFormat` (the union's first member); `structural_tag` is declined. */
+const nullishJsonSchemaFormat: Decoder = nullishOrDecode(jsonSchemaFormat)
+
 const responseFormat: Decoder = (u) => {
   if (!isRecord(u) || (u.type !== "text" && u.type !== "json_object" && u.type !== "json_schema")) return DECLINED
   const out: Record_ = { type: u.type }
-  if (has(u, "json_schema")) {
-    const schema = nullishOrDecode(jsonSchemaFormat)(u.json_schema)
-    if (schema === DECLINED) return DECLINED
-    out.json_schema = schema
-  }
-  return out
+  return optionalDecoded(u, out, "json_schema", nullishJsonSchemaFormat) ? out : DECLINED
 }
 
 const streamOptions: Decoder = (u) => {

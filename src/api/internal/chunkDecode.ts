@@ -14,14 +14,15 @@ import {
   DECLINED,
   type Declinable,
   decodeArray,
-  has,
   isIntArray,
   isNullableInt,
   isNullableString,
   isRecord,
   nullishOrDecode,
   optional,
-  type Record_
+  optionalDecoded,
+  type Record_,
+  undefinedOrDecode
 } from "./fastPath.js"
 
 const toolFunction = nullishOrDecode((u) => {
@@ -38,13 +39,11 @@ const toolCall = (u: unknown): Declinable<Record_> => {
   const out: Record_ = { index: u.index }
   if (!optional(u, out, "id", isNullableString)) return DECLINED
   if (!optional(u, out, "type", (t) => t === null || t === undefined || t === "function")) return DECLINED
-  if (has(u, "function")) {
-    const f = toolFunction(u.function)
-    if (f === DECLINED) return DECLINED
-    out.function = f
-  }
-  return out
+  return optionalDecoded(u, out, "function", toolFunction) ? out : DECLINED
 }
+
+/** A delta's `tool_calls`: `optional(Array)`, so undefined is kept and null declined. */
+const toolCalls = undefinedOrDecode((c) => decodeArray(c, toolCall))
 
 const delta = (u: unknown): Declinable<Record_> => {
   if (!isRecord(u)) return DECLINED
@@ -57,13 +56,7 @@ const delta = (u: unknown): Declinable<Record_> => {
   ) {
     return DECLINED
   }
-  if (has(u, "tool_calls")) {
-    // `optional(Array)`: undefined is kept, null declined.
-    const calls = u.tool_calls === undefined ? undefined : decodeArray(u.tool_calls, toolCall)
-    if (calls === DECLINED) return DECLINED
-    out.tool_calls = calls
-  }
-  return out
+  return optionalDecoded(u, out, "tool_calls", toolCalls) ? out : DECLINED
 }
 
 const choice = (u: unknown): Declinable<Record_> => {
@@ -71,11 +64,7 @@ const choice = (u: unknown): Declinable<Record_> => {
   const d = delta(u.delta)
   if (d === DECLINED) return DECLINED
   const out: Record_ = { index: u.index, delta: d }
-  if (has(u, "logprobs")) {
-    const l = choiceLogprobs(u.logprobs)
-    if (l === DECLINED) return DECLINED
-    out.logprobs = l
-  }
+  if (!optionalDecoded(u, out, "logprobs", choiceLogprobs)) return DECLINED
   if (!optional(u, out, "finish_reason", isNullableString)) return DECLINED
   if (!optional(u, out, "stop_reason", (s) => isNullableInt(s) || typeof s === "string")) return DECLINED
   if (!optional(u, out, "token_ids", (t) => t === null || t === undefined || isIntArray(t))) return DECLINED
@@ -103,11 +92,7 @@ export const decodeChunk = (u: unknown): ChatCompletionChunk | undefined => {
   const choices = decodeArray(u.choices, choice)
   if (choices === DECLINED) return undefined
   const out: Record_ = { id: u.id, object: u.object, created: u.created, model: u.model, choices }
-  if (has(u, "usage")) {
-    const decoded = chunkUsage(u.usage)
-    if (decoded === DECLINED) return undefined
-    out.usage = decoded
-  }
+  if (!optionalDecoded(u, out, "usage", chunkUsage)) return undefined
   if (!optional(u, out, "prompt_token_ids", (t) => t === null || t === undefined || isIntArray(t))) return undefined
   return out as unknown as ChatCompletionChunk
 }

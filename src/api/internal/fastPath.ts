@@ -99,6 +99,18 @@ export const optional = (from: Record_, to: Record_, key: string, check: (u: unk
   return true
 }
 
+/**
+ * {@link optional} for a key whose value is decoded: sets `decode(from[key])` on `to` when `from` has the key
+ * (present with `undefined` stays present if `decode` keeps it); false when the decoder declines.
+ */
+export const optionalDecoded = (from: Record_, to: Record_, key: string, decode: Decoder): boolean => {
+  if (!has(from, key)) return true
+  const value = decode(from[key])
+  if (value === DECLINED) return false
+  to[key] = value
+  return true
+}
+
 /** `Schema.Array(Schema.Int)`: an array of safe integers. */
 export const isIntArray = (u: unknown): boolean => {
   if (!Array.isArray(u)) return false
@@ -292,6 +304,12 @@ export const nullishOrDecode =
   (decode: Decoder): Decoder =>
   (u) =>
     u === undefined || u === null ? u : decode(u)
+
+/** A decoder of `Schema.optional(S)` that keeps `undefined` and decodes the rest (`null` included). */
+export const undefinedOrDecode =
+  (decode: Decoder): Decoder =>
+  (u) =>
+    u === undefined ? u : decode(u)
 
 /** `Schema.Array(S)`: a new array of what `decode` gives for each element, or {@link DECLINED}. */
 export const decodeArray = (u: unknown, decode: Decoder): Declinable<Array<unknown>> => {
