@@ -27,7 +27,7 @@ const MAX_TIMER_MILLIS = 2 ** 31 - 1
 /**
  * `Effect.timeoutFail(self, options)`, with one fiber under the live clock: `self` runs in a fiber of its own,
  * forked from the caller's runtime (`Runtime.runFork`: started at once, where `Effect.fork` schedules the start and
- * tracks the child, and `Fiber.await` waits on it; ~80 -> ~45 us a call measured over a call of one turn), a timer
+ * tracks the child, and `Fiber.await` waits on it; ~80 -> ~53 us a call measured over a call of one turn), a timer
  * interrupts it at `duration`, and the interruption it ends with is then the `onTimeout` failure (awaited, so
  * `self`'s finalizers have run, as `Effect.timeoutFail` awaits them). `self` ending first wins, as it does there;
  * an interruption of the caller interrupts `self` and waits for it; `self`'s fiber refs are inherited when it
