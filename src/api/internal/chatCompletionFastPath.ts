@@ -55,17 +55,12 @@ const responseMessage = (u: unknown): Declinable<Record_> => {
     !optional(u, out, "content", isNullableString) ||
     !optional(u, out, "refusal", isNullableString) ||
     !optional(u, out, "annotations", isNullish) ||
-    !optional(u, out, "audio", isNullish)
-  ) {
-    return DECLINED
-  }
-  if (
+    !optional(u, out, "audio", isNullish) ||
     !optionalDecoded(u, out, "function_call", nullishFunctionCall) ||
-    !optionalDecoded(u, out, "tool_calls", responseToolCalls)
+    !optionalDecoded(u, out, "tool_calls", responseToolCalls) ||
+    !optional(u, out, "reasoning", isNullableString) ||
+    !optional(u, out, "reasoning_content", isNullableString)
   ) {
-    return DECLINED
-  }
-  if (!optional(u, out, "reasoning", isNullableString) || !optional(u, out, "reasoning_content", isNullableString)) {
     return DECLINED
   }
   return out

@@ -99,17 +99,12 @@ const assistantMessage = (u: Record_): Declinable<Record_> => {
   if (
     !optional(u, out, "name", undefinedOr(isString)) ||
     !optional(u, out, "refusal", isNullableString) ||
-    !optional(u, out, "audio", isNullish)
-  ) {
-    return DECLINED
-  }
-  if (
+    !optional(u, out, "audio", isNullish) ||
     !optionalDecoded(u, out, "function_call", nullishFunctionCall) ||
-    !optionalDecoded(u, out, "tool_calls", functionToolCalls)
+    !optionalDecoded(u, out, "tool_calls", functionToolCalls) ||
+    !optional(u, out, "reasoning", isNullableString) ||
+    !optional(u, out, "reasoning_content", isNullableString)
   ) {
-    return DECLINED
-  }
-  if (!optional(u, out, "reasoning", isNullableString) || !optional(u, out, "reasoning_content", isNullableString)) {
     return DECLINED
   }
   return out
