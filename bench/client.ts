@@ -3,7 +3,7 @@
  * streamed and whole, one request at a time and 64 in flight, against the same trivial server.
  *
  *   npx tsx bench/client.ts [--requests=2000] [--rounds=5] [--warmup=1] [--events=22] [--paced=1] [--tsx]
- *                           [--modes=stream,whole] [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
+ *                           [--modes=stream,fold,collect,whole] [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
  *
  * The server is this file run with `--serve` in a SEPARATE process (so that its CPU is not the client's): plain
  * `node:http`, answering `POST /v1/chat/completions` with a canned completion, or with `stream: true` with
@@ -18,7 +18,14 @@
  *   openai     `new OpenAI({ baseURL, maxRetries: 0 })`, `chat.completions.create(...)`, a stream read with
  *              `for await` (the SDK's fetch and its own SSE decoder)
  *   effect-rl  `InferenceClient.layer(...)` over `NodeHttpClient.layerUndici` in a `ManagedRuntime`, each request
- *              run with `runPromise`: `createChatCompletion`, or `streamChatCompletion` read with `Stream.runFold`
+ *              run with `runPromise`: `createChatCompletion`, or `streamChatCompletion` read as below
+ * The modes (the paths compared):
+ *   stream   openai `for await`, the content added up; effect-rl `Stream.runFold` doing the same
+ *   fold     openai the same; effect-rl `ChatStream.fold` doing the same (one pull loop: `Stream.run`'s sink
+ *            pipeline costs a fixed ~130 us and ~150 KB per stream run, which `stream` includes)
+ *   collect  the chunks joined into one completion: openai `chat.completions.stream(...).finalChatCompletion()`;
+ *            effect-rl `ChatStream.collect`
+ *   whole    `create` / `createChatCompletion`, unstreamed
  * Each streamed request checks that every chunk came (and the content adds up); a whole one checks its content.
  *
  * A round runs every (mode, concurrency) pair for both clients, `--requests` requests each, the two clients in
@@ -46,6 +53,9 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
+import type { ChatCompletionChunk } from "../src/api/ChatCompletion.js"
+import type { ApiError } from "../src/client/ApiError.js"
+import * as ChatStream from "../src/client/ChatStream.js"
 import * as InferenceClient from "../src/client/InferenceClient.js"
 import { fmt, intFlag, median, printTable } from "./harness.js"
 
@@ -58,9 +68,11 @@ const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".
 const PROFILE_LOOPS = intFlag("cpu-prof-loops", 0)
 const PROFILE_CONCURRENCY = intFlag("concurrency", 0)
 /** The modes measured (`--modes=stream` for the streamed paths only). */
-const MODES = (process.argv.find((a) => a.startsWith("--modes="))?.slice("--modes=".length) ?? "stream,whole")
+const MODES = (
+  process.argv.find((a) => a.startsWith("--modes="))?.slice("--modes=".length) ?? "stream,fold,collect,whole"
+)
   .split(",")
-  .filter((m): m is "stream" | "whole" => m === "stream" || m === "whole")
+  .filter((m): m is Mode => ["stream", "fold", "collect", "whole"].includes(m))
 const MODEL = "bench/tiny"
 const CONCURRENCIES = [1, 64] as const
 
@@ -163,7 +175,7 @@ const startServer = (): Promise<{ readonly child: ChildProcess; readonly url: st
     const args = [...process.execArgv, new URL(import.meta.url).pathname, "--serve", ...process.argv.slice(2)]
     const child = spawn(
       process.execPath,
-      args.filter((a) => !a.startsWith("--cpu-prof") && !a.startsWith("--trace-gc")),
+      args.filter((a) => !a.startsWith("--cpu-prof") && !a.startsWith("--heap-prof") && !a.startsWith("--trace-gc")),
       {
         stdio: ["ignore", "pipe", "inherit"]
       }
@@ -184,7 +196,7 @@ const startServer = (): Promise<{ readonly child: ChildProcess; readonly url: st
 setFlagsFromString("--expose-gc")
 const collect = runInNewContext("gc") as () => void
 
-type Mode = "stream" | "whole"
+type Mode = "stream" | "fold" | "collect" | "whole"
 
 /** One request of a client: resolves once the answer is read in full and checked. */
 type Request = (mode: Mode) => Promise<void>
@@ -201,6 +213,15 @@ const openaiRequest = (url: string): Request => {
     if (mode === "whole") {
       const completion = await client.chat.completions.create({ model: MODEL, messages })
       return checkContent(completion.choices[0]?.message.content ?? "", 1)
+    }
+    if (mode === "collect") {
+      let chunks = 0
+      const completion = await client.chat.completions
+        .stream({ model: MODEL, messages })
+        .on("chunk", () => chunks++)
+        .finalChatCompletion()
+      if (chunks !== EVENTS - 1) throw new Error(`openai: ${chunks} chunks`)
+      return checkContent(completion.choices[0]?.message.content ?? "", chunks)
     }
     const stream = await client.chat.completions.create({ model: MODEL, messages, stream: true })
     let content = ""
@@ -221,11 +242,28 @@ const effectRequest = (url: string) => {
     )
   )
   const request = { model: MODEL, messages }
-  const streamed = Effect.flatMap(InferenceClient.InferenceClient, (client) =>
-    Stream.runFold(client.streamChatCompletion(request), { content: "", chunks: 0 }, (state, part) => ({
-      content: state.content + (part.choices[0]?.delta.content ?? ""),
-      chunks: state.chunks + 1
-    }))
+  type Read = { readonly content: string; readonly chunks: number }
+  const add = (state: Read, part: ChatCompletionChunk): Read => ({
+    content: state.content + (part.choices[0]?.delta.content ?? ""),
+    chunks: state.chunks + 1
+  })
+  const empty: Read = { content: "", chunks: 0 }
+  const streams: Record<"stream" | "fold", Effect.Effect<Read, ApiError, InferenceClient.InferenceClient>> = {
+    stream: Effect.flatMap(InferenceClient.InferenceClient, (client) =>
+      Stream.runFold(client.streamChatCompletion(request), empty, add)
+    ),
+    fold: Effect.flatMap(InferenceClient.InferenceClient, (client) =>
+      ChatStream.fold(client.streamChatCompletion(request), empty, add)
+    )
+  }
+  const collected = Effect.flatMap(InferenceClient.InferenceClient, (client) =>
+    Effect.suspend(() => {
+      let chunks = 0
+      return Effect.map(
+        ChatStream.collect(client.streamChatCompletion(request), { onChunk: () => chunks++ }),
+        (completion) => ({ completion, chunks })
+      )
+    })
   )
   const completed = Effect.flatMap(InferenceClient.InferenceClient, (client) => client.createChatCompletion(request))
   const run: Request = async (mode) => {
@@ -233,9 +271,14 @@ const effectRequest = (url: string) => {
       const completion = await runtime.runPromise(completed)
       return checkContent(completion.choices[0]?.message.content ?? "", 1)
     }
-    const { chunks, content } = await runtime.runPromise(streamed)
-    if (chunks !== EVENTS - 1) throw new Error(`effect-rl: ${chunks} chunks`)
-    checkContent(content, chunks)
+    if (mode === "collect") {
+      const { completion, chunks } = await runtime.runPromise(collected)
+      if (chunks !== EVENTS - 1) throw new Error(`effect-rl: ${chunks} chunks`)
+      return checkContent(completion.choices[0]?.message.content ?? "", chunks)
+    }
+    const read = await runtime.runPromise(streams[mode])
+    if (read.chunks !== EVENTS - 1) throw new Error(`effect-rl: ${read.chunks} chunks`)
+    checkContent(read.content, read.chunks)
   }
   return { run, dispose: () => runtime.dispose() }
 }
@@ -387,7 +430,9 @@ const bundleAndRun = async () => {
     outfile,
     logLevel: "warning"
   })
-  const profile = process.execArgv.filter((a) => a.startsWith("--cpu-prof") || a.startsWith("--trace-gc"))
+  const profile = process.execArgv.filter(
+    (a) => a.startsWith("--cpu-prof") || a.startsWith("--heap-prof") || a.startsWith("--trace-gc")
+  )
   const child = spawn(process.execPath, [...profile, outfile, "--run", ...process.argv.slice(2)], { stdio: "inherit" })
   const code = await new Promise<number>((resolve) => child.once("exit", (c) => resolve(c ?? 1)))
   process.exit(code)

@@ -36,6 +36,8 @@ export * as Trajectory from "./api/Trajectory.js"
 export * as Backend from "./Backend.js"
 /** The error of every client call. */
 export * as ApiError from "./client/ApiError.js"
+/** A streamed chat completion read: joined into the unstreamed completion, or folded, through one pull loop. */
+export * as ChatStream from "./client/ChatStream.js"
 /** The inference service's client. */
 export * as InferenceClient from "./client/InferenceClient.js"
 /** The trace service's client. */

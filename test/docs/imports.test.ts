@@ -58,6 +58,7 @@ const light = [
   "LocalBackend",
   "client/TrainingClient",
   "client/InferenceClient",
+  "client/ChatStream",
   "client/TraceClient",
   "workflow/Policy",
   "workflow/Rollout",

@@ -2,7 +2,8 @@
  * The docs' script examples, each run as a user runs it (a real `npx tsx` process): the client example
  * (`examples/quickstart.ts`, docs/client.md) unchanged against the embedded backend (`EFFECT_RL_TRAINING_URL`
  * and `WANDB_API_KEY` pointing at a running backend, its base model the first one the backend lists), and the
- * traced loop (`examples/traced.ts`, docs/tracing.md), which reads its traces back.
+ * traced loop (`examples/traced.ts`, docs/tracing.md), which reads its traces back; the streamed completion
+ * (`examples/streaming.ts`, docs/client.md) against the embedded backend's pretrained base.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
@@ -47,6 +48,31 @@ describe("examples/quickstart.ts", () => {
           expect(output).toMatch(/model [0-9a-f-]{36} \(\S+\/quickstart\/agent-001\)/)
           expect(output).toMatch(/^training_started /m)
           expect(output).toMatch(/^training_ended /m)
+        })
+      )
+    }
+  )
+})
+
+describe("examples/streaming.ts", () => {
+  layer(LocalBackend.layer(), { excludeTestServices: true, timeout: "60 seconds" })(
+    "against the embedded backend",
+    (it) => {
+      it.effect("prints the streamed text as it comes, then the joined completion's finish reason and usage", () =>
+        Effect.gen(function* () {
+          const backend = yield* LocalBackend.LocalBackend
+          const { code, output } = yield* runScript("examples/streaming.ts", {
+            EFFECT_RL_INFERENCE_URL: backend.url,
+            WANDB_API_KEY: Redacted.value(backend.apiKey),
+            EFFECT_RL_MODEL: "effect-rl/base-2k"
+          })
+          expect(code, output).toBe(0)
+          // 40 tokens asked for: the text, then the line the joined completion gives.
+          expect(output).toMatch(/\S+[\s\S]*\nfinish_reason (stop|length), \d+ tokens\n$/)
+          const tokens = Number(/, (\d+) tokens/.exec(output)?.[1])
+          expect(tokens).toBeGreaterThan(0)
+          expect(tokens).toBeLessThanOrEqual(40)
+          expect(output).not.toContain(Redacted.value(backend.apiKey))
         })
       )
     }
