@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
  *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1] [--rl-groups=6] [--rl-rollouts=8]
- *     [--rl-reward=correct|faithful] [--rl-packed=tokens]
+ *     [--rl-reward=correct|faithful] [--rl-packed=tokens] [--rl-temperature=1]
  *
  * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
  *    was not pretrained on (goal: at least 95%).
@@ -360,6 +360,9 @@ interface Played {
 
 const Item = Schema.Struct({ item: Schema.Literal(...ITEMS) })
 
+/** `--rl-temperature`: the rollouts' sampling temperature (the engine's default, 1, without it). */
+const sampling = args.has("rl-temperature") ? { temperature: Number(args.get("rl-temperature")) } : {}
+
 const playShop = (shop: Shop) =>
   Effect.gen(function* () {
     const price = Tools.make("price", {
@@ -378,8 +381,9 @@ const playShop = (shop: Shop) =>
       maxTurns: 2,
       request: (turn) =>
         turn === 1
-          ? { tool_choice: "required", parallel_tool_calls: false, max_completion_tokens: 100 }
+          ? { tool_choice: "required", parallel_tool_calls: false, max_completion_tokens: 100, ...sampling }
           : {
+              ...sampling,
               tool_choice: "none",
               response_format: {
                 type: "json_schema",
@@ -460,7 +464,7 @@ const trainShop = (
       (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
     const applied = [...new Set(summary.steps.map((s) => s.training.learning_rate).filter((x) => x !== undefined))]
     console.log(
-      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
+      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"}, temperature ${sampling.temperature ?? 1} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
     )
     console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
     console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
