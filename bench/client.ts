@@ -22,7 +22,7 @@
  * The modes (the paths compared):
  *   stream   openai `for await`, the content added up; effect-rl `Stream.runFold` doing the same
  *   fold     openai the same; effect-rl `ChatStream.fold` doing the same (one pull loop: `Stream.run`'s sink
- *            pipeline costs a fixed ~130 us and ~150 KB per stream run, which `stream` includes)
+ *            pipeline costs a fixed ~130 us and ~130 KB per stream run, which `stream` includes)
  *   collect  the chunks joined into one completion: openai `chat.completions.stream(...).finalChatCompletion()`;
  *            effect-rl `ChatStream.collect`
  *   whole    `create` / `createChatCompletion`, unstreamed
