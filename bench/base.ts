@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
  *     [--rl-base=effect-rl/base-2k] [--rl-lr=x] [--rl-seed=1] [--rl-groups=6] [--rl-rollouts=8]
- *     [--rl-reward=correct|faithful] [--rl-packed=tokens] [--rl-temperature=1]
+ *     [--rl-reward=correct|faithful] [--rl-packed=tokens] [--rl-temperature=1] [--rl-eval=5]
  *
  * 1. Free text: the share of printable ASCII bytes (and newlines) in completions of chat prompts it was and
  *    was not pretrained on (goal: at least 95%).
@@ -26,6 +26,9 @@
  *    figures vary a lot from run to run (6 shops a step, sampling unseeded): compare rates over several seeds.
  *    Per step it also prints the right calls (tool and item) and the share of them whose answer copied the result;
  *    `--rl-reward=faithful` pays half for copying whichever result came back (see docs/embedded-backend.md).
+ *    Every `--rl-eval` steps (default 5; 0: never) and at the end, 48 held-out shops are answered greedily
+ *    (temperature 0), as the trained agent would be used: their right answers and calls are printed.
+ *    `--rl-temperature` sets the training rollouts' temperature (default 1).
  *
  * `--eval=0` skips sections 1-4 of the pretrained base, `--random=0` those of the random-init model.
  * `--weights` evaluates a checkpoint file instead of the shipped base (a snapshot of `scripts/pretrain.ts`).
@@ -338,6 +341,8 @@ interface Shop {
   readonly stock: Readonly<Record<string, number>>
   readonly asks: "price" | "stock"
   readonly item: (typeof ITEMS)[number]
+  /** The rollouts' sampling temperature: `--rl-temperature` for training shops, 0 for validation ones. */
+  readonly temperature?: number
 }
 
 const shops = (count: number, seed: number): ReadonlyArray<Shop> => {
@@ -360,11 +365,12 @@ interface Played {
 
 const Item = Schema.Struct({ item: Schema.Literal(...ITEMS) })
 
-/** `--rl-temperature`: the rollouts' sampling temperature (the engine's default, 1, without it). */
-const sampling = args.has("rl-temperature") ? { temperature: Number(args.get("rl-temperature")) } : {}
+/** `--rl-temperature`: the training rollouts' sampling temperature (the engine's default, 1, without it). */
+const trainingTemperature = args.has("rl-temperature") ? Number(args.get("rl-temperature")) : undefined
 
 const playShop = (shop: Shop) =>
   Effect.gen(function* () {
+    const sampling = shop.temperature === undefined ? {} : { temperature: shop.temperature }
     const price = Tools.make("price", {
       description: "Price of an item",
       parameters: Item,
@@ -441,14 +447,24 @@ const trainShop = (
   learningRate: number | undefined,
   seed: number,
   groups: number,
-  rollouts: number
+  rollouts: number,
+  evalEvery: number
 ) =>
   Effect.gen(function* () {
     const policy = yield* Policy.trainable({ project: "bench", name: `shop-${Date.now()}`, base_model: baseModel })
     const t0 = performance.now()
     const summary = yield* TrainingLoop.run({
       policy,
-      scenarios: shops(120, seed),
+      scenarios: shops(120, seed).map((shop) =>
+        trainingTemperature === undefined ? shop : { ...shop, temperature: trainingTemperature }
+      ),
+      // Held-out shops answered greedily (temperature 0), as the trained agent would be used.
+      ...(evalEvery > 0
+        ? {
+            validation: shops(48, seed + 1000).map((shop) => ({ ...shop, temperature: 0 })),
+            evalEvery
+          }
+        : {}),
       rollout: playShop,
       reward: args.get("rl-reward") === "faithful" ? faithfulReward : shopReward,
       groupsPerStep: groups,
@@ -464,7 +480,7 @@ const trainShop = (
       (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
     const applied = [...new Set(summary.steps.map((s) => s.training.learning_rate).filter((x) => x !== undefined))]
     console.log(
-      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"}, temperature ${sampling.temperature ?? 1} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
+      `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"}, temperature ${trainingTemperature ?? 1} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
     )
     console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
     console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
@@ -473,6 +489,13 @@ const trainShop = (
     const copied = (m: Record<string, number>) =>
       (Number(metric(m, "correct")) / Number(metric(m, "right_call"))).toFixed(2)
     console.log(`  copied of right calls: ${summary.steps.map((s) => copied(s.train)).join(" ")}`)
+    const validated = summary.steps.flatMap((s, i) => (s.validation === undefined ? [] : [[i, s.validation] as const]))
+    if (summary.finalValidation !== undefined) validated.push([summary.steps.length, summary.finalValidation])
+    if (validated.length > 0) {
+      console.log(
+        `  greedy on 48 held-out shops (before step; correct/call): ${validated.map(([i, m]) => `${i}: ${metric(m, "correct")}/${metric(m, "right_call")}`).join("  ")}`
+      )
+    }
     const first = summary.steps.findIndex((s) => Number(metric(s.train, "correct")) >= 0.8)
     const lastThree = summary.steps.slice(-3).map((s) => Number(metric(s.train, "correct")))
     console.log(
@@ -489,7 +512,8 @@ if (args.get("rl") !== "0") {
       args.has("rl-lr") ? Number(args.get("rl-lr")) : undefined,
       Number(args.get("rl-seed") ?? 1),
       Number(args.get("rl-groups") ?? 6),
-      Number(args.get("rl-rollouts") ?? 8)
+      Number(args.get("rl-rollouts") ?? 8),
+      Number(args.get("rl-eval") ?? 5)
     ).pipe(Effect.provide(Backend.local()))
   )
 }
