@@ -23,16 +23,8 @@ import { dual } from "effect/Function"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type {
-  ChatCompletion,
-  ChatCompletionChunk,
-  Choice,
-  ChoiceLogprobs,
-  ChunkChoice,
-  ResponseToolCall,
-  TokenLogprob,
-  Usage
-} from "../api/ChatCompletion.js"
+import type { ChatCompletion, ChatCompletionChunk } from "../api/ChatCompletion.js"
+import { ChunkJoin } from "../api/internal/chunkJoin.js"
 
 /** The pull loop: `step` applied to every chunk of values, in order, until the stream ends. */
 const pullEach = <A, E, R, E2 = never, R2 = never>(
@@ -138,7 +130,7 @@ export const collect: {
     options?: CollectOptions
   ): Effect.Effect<ChatCompletion, E | Cause.NoSuchElementException, Exclude<R, Scope.Scope>> =>
     Effect.suspend(() => {
-      const joined = new Joined()
+      const joined = new ChunkJoin()
       const onChunk = options?.onChunk
       return Effect.flatMap(
         pullEach(stream, (chunks) => {
@@ -157,137 +149,3 @@ export const collect: {
       )
     })
 )
-
-/** `items` added to the end of `list` (made when undefined); the list. */
-const appended = <T>(list: Array<T> | undefined, items: ReadonlyArray<T>): Array<T> => {
-  const out = list ?? []
-  for (const item of items) out.push(item)
-  return out
-}
-
-/** A tool call being joined. */
-interface JoinedToolCall {
-  id: string | undefined
-  name: string
-  arguments: string
-}
-
-/** A choice being joined. */
-class JoinedChoice {
-  role: string | undefined
-  content: Array<string> | undefined
-  reasoning: Array<string> | undefined
-  reasoningContent: Array<string> | undefined
-  readonly toolCalls = new Map<number, JoinedToolCall>()
-  logprobs: { content: Array<TokenLogprob> | undefined; refusal: Array<TokenLogprob> | undefined } | undefined
-  tokenIds: Array<number> | undefined
-  finishReason: string | null = null
-  stopReason: number | string | null | undefined
-
-  constructor(readonly index: number) {}
-
-  add(choice: ChunkChoice): void {
-    const delta = choice.delta
-    if (delta.role != null) this.role = delta.role
-    if (delta.content != null) this.content = appended(this.content, [delta.content])
-    if (delta.reasoning != null) this.reasoning = appended(this.reasoning, [delta.reasoning])
-    if (delta.reasoning_content != null) {
-      this.reasoningContent = appended(this.reasoningContent, [delta.reasoning_content])
-    }
-    for (const call of delta.tool_calls ?? []) {
-      let joined = this.toolCalls.get(call.index)
-      if (joined === undefined) {
-        joined = { id: undefined, name: "", arguments: "" }
-        this.toolCalls.set(call.index, joined)
-      }
-      if (call.id != null) joined.id = call.id
-      if (call.function?.name != null) joined.name = call.function.name
-      if (call.function?.arguments != null) joined.arguments += call.function.arguments
-    }
-    if (choice.logprobs != null) {
-      const logprobs = this.logprobs ?? { content: undefined, refusal: undefined }
-      this.logprobs = logprobs
-      if (choice.logprobs.content != null) logprobs.content = appended(logprobs.content, choice.logprobs.content)
-      if (choice.logprobs.refusal != null) logprobs.refusal = appended(logprobs.refusal, choice.logprobs.refusal)
-    }
-    if (choice.token_ids != null) this.tokenIds = appended(this.tokenIds, choice.token_ids)
-    if (choice.finish_reason != null) this.finishReason = choice.finish_reason
-    if (choice.stop_reason !== undefined) this.stopReason = choice.stop_reason
-  }
-
-  /** The content: null when no delta had any, or when a message of tool calls has no text (as unstreamed). */
-  private text(calls: boolean): string | null {
-    if (this.content === undefined) return null
-    const text = this.content.join("")
-    return text === "" && calls ? null : text
-  }
-
-  choice(): Choice {
-    const toolCalls = [...this.toolCalls]
-      .sort(([a], [b]) => a - b)
-      .map(
-        ([, call]): ResponseToolCall => ({
-          ...(call.id === undefined ? {} : { id: call.id }),
-          type: "function",
-          function: { name: call.name, arguments: call.arguments }
-        })
-      )
-    const logprobs: ChoiceLogprobs | null =
-      this.logprobs === undefined
-        ? null
-        : { content: this.logprobs.content ?? null, refusal: this.logprobs.refusal ?? null }
-    return {
-      index: this.index,
-      message: {
-        role: this.role ?? "assistant",
-        content: this.text(toolCalls.length > 0),
-        refusal: null,
-        ...(this.reasoning === undefined ? {} : { reasoning: this.reasoning.join("") }),
-        ...(this.reasoningContent === undefined ? {} : { reasoning_content: this.reasoningContent.join("") }),
-        ...(toolCalls.length === 0 ? {} : { tool_calls: toolCalls })
-      },
-      logprobs,
-      finish_reason: this.finishReason,
-      ...(this.stopReason === undefined ? {} : { stop_reason: this.stopReason }),
-      ...(this.tokenIds === undefined ? {} : { token_ids: this.tokenIds })
-    }
-  }
-}
-
-const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }
-
-/** The chunks joined so far. */
-class Joined {
-  private first: ChatCompletionChunk | undefined
-  private usage: Usage | undefined
-  private promptTokenIds: ReadonlyArray<number> | undefined
-  private readonly choices = new Map<number, JoinedChoice>()
-
-  add(chunk: ChatCompletionChunk): void {
-    this.first ??= chunk
-    if (chunk.usage != null) this.usage = chunk.usage
-    if (chunk.prompt_token_ids != null) this.promptTokenIds = chunk.prompt_token_ids
-    for (const choice of chunk.choices) {
-      let joined = this.choices.get(choice.index)
-      if (joined === undefined) {
-        joined = new JoinedChoice(choice.index)
-        this.choices.set(choice.index, joined)
-      }
-      joined.add(choice)
-    }
-  }
-
-  completion(): ChatCompletion | undefined {
-    const first = this.first
-    if (first === undefined) return undefined
-    return {
-      id: first.id,
-      object: "chat.completion",
-      created: first.created,
-      model: first.model,
-      choices: [...this.choices.values()].sort((a, b) => a.index - b.index).map((choice) => choice.choice()),
-      usage: this.usage ?? NO_USAGE,
-      ...(this.promptTokenIds === undefined ? {} : { prompt_token_ids: this.promptTokenIds })
-    }
-  }
-}

@@ -226,44 +226,55 @@ layer(Layer.merge(Backend, NodeHttpClient.layerUndici), { excludeTestServices: t
       })
     )
 
-    it.effect("completions/create_stream: the meta line, the chunks, and the call with the assembled response", () =>
-      Effect.gen(function* () {
-        const trace = yield* client
-        const project = newProject()
-        const inputs = { model: "effect-rl/tiny", messages: [{ role: "user", content: "Go." }], max_tokens: 5, seed: 9 }
-        const whole = yield* trace.completionsCreate({ project_id: project, inputs, track_llm_call: false })
-        const events = yield* collect(trace.completionsCreateStream({ project_id: project, inputs }))
-        const [meta, ...rest] = events
-        expect(meta?._tag).toBe("Meta")
-        const callId = meta?._tag === "Meta" ? meta.meta.weave_call_id : undefined
-        expect(typeof callId).toBe("string")
-        const chunks = rest.flatMap((event) => (event._tag === "Chunk" ? [event.chunk] : []))
-        expect(chunks.length).toBe(rest.length)
-        // No usage chunk unless asked for.
-        expect(chunks.every((chunk) => chunk.choices.length > 0)).toBe(true)
-        const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")
-        const expected = (whole.response as { choices: ReadonlyArray<{ message: { content: string } }> }).choices[0]
-        expect(text).toBe(expected?.message.content)
-        const { call: traced } = yield* trace.callRead({ project_id: project, id: callId ?? "" })
-        const output = traced?.output as { choices: ReadonlyArray<{ message: { content: string } }> }
-        expect(output.choices[0]?.message.content).toBe(text)
-        expect(traced?.exception ?? null).toBeNull()
-        const usage = traced?.summary?.usage?.["effect-rl/tiny"]
-        expect(usage?.completion_tokens).toBe(
-          (whole.response as { usage: { completion_tokens: number } }).usage.completion_tokens
-        )
+    it.effect(
+      "completions/create_stream: the meta line, the chunks, and the call with the response create records",
+      () =>
+        Effect.gen(function* () {
+          const trace = yield* client
+          const project = newProject()
+          const inputs = {
+            model: "effect-rl/tiny",
+            messages: [{ role: "user", content: "Go." }],
+            max_tokens: 5,
+            seed: 9
+          }
+          const whole = yield* trace.completionsCreate({ project_id: project, inputs, track_llm_call: false })
+          const events = yield* collect(trace.completionsCreateStream({ project_id: project, inputs }))
+          const [meta, ...rest] = events
+          expect(meta?._tag).toBe("Meta")
+          const callId = meta?._tag === "Meta" ? meta.meta.weave_call_id : undefined
+          expect(typeof callId).toBe("string")
+          const chunks = rest.flatMap((event) => (event._tag === "Chunk" ? [event.chunk] : []))
+          expect(chunks.length).toBe(rest.length)
+          // No usage chunk unless asked for.
+          expect(chunks.every((chunk) => chunk.choices.length > 0)).toBe(true)
+          const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? "").join("")
+          const expected = (whole.response as { choices: ReadonlyArray<{ message: { content: string } }> }).choices[0]
+          expect(text).toBe(expected?.message.content)
+          const { call: traced } = yield* trace.callRead({ project_id: project, id: callId ?? "" })
+          const output = traced?.output as { choices: ReadonlyArray<{ message: { content: string } }> }
+          expect(output.choices[0]?.message.content).toBe(text)
+          // The recorded response is the one `create` answers for the same seed, but for its id and time.
+          const { id: _a, created: _b, ...recorded } = (traced?.output ?? {}) as Record<string, unknown>
+          const { id: _c, created: _d, ...answered } = whole.response as Record<string, unknown>
+          expect(recorded).toEqual(answered)
+          expect(traced?.exception ?? null).toBeNull()
+          const usage = traced?.summary?.usage?.["effect-rl/tiny"]
+          expect(usage?.completion_tokens).toBe(
+            (whole.response as { usage: { completion_tokens: number } }).usage.completion_tokens
+          )
 
-        const withUsage = yield* collect(
-          trace.completionsCreateStream({
-            project_id: project,
-            inputs: { ...inputs, stream_options: { include_usage: true } },
-            track_llm_call: false
-          })
-        )
-        const last = withUsage[withUsage.length - 1]
-        expect(last?._tag === "Chunk" && last.chunk.choices.length === 0 && last.chunk.usage !== null).toBe(true)
-        expect(withUsage[0]?._tag === "Meta" && withUsage[0].meta.weave_call_id === null).toBe(true)
-      })
+          const withUsage = yield* collect(
+            trace.completionsCreateStream({
+              project_id: project,
+              inputs: { ...inputs, stream_options: { include_usage: true } },
+              track_llm_call: false
+            })
+          )
+          const last = withUsage[withUsage.length - 1]
+          expect(last?._tag === "Chunk" && last.chunk.choices.length === 0 && last.chunk.usage !== null).toBe(true)
+          expect(withUsage[0]?._tag === "Meta" && withUsage[0].meta.weave_call_id === null).toBe(true)
+        })
     )
 
     it.effect("completions/create_stream: a client that leaves mid-stream leaves an ended call with an exception", () =>

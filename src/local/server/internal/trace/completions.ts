@@ -6,9 +6,9 @@
  *
  * - `POST /completions/create` → `{response, weave_call_id}` (`weave_call_id` null when not tracked).
  * - `POST /completions/create_stream` → JSON lines: `{"_meta": {"weave_call_id": ...}}` first, then each
- *   chat-completions chunk as the engine decodes it; the call starts when the stream begins and ends with the
- *   assembled response (content per choice, finish reasons, usage) when it ends, or with an exception when it
- *   breaks off. The usage chunk is sent only when `stream_options.include_usage` asks for it.
+ *   chat-completions chunk as the engine decodes it; the call starts when the stream begins and ends, when the
+ *   stream does, with the chunks joined into the response `create` would have recorded (`api/internal/chunkJoin.ts`),
+ *   or with an exception (and what came so far) when it breaks off. The usage chunk is sent only when `stream_options.include_usage` asks for it.
  * - `inputs` that are not a valid chat-completions request, or that the engine refuses, are 400 `{reason}`
  *   naming the field; an unknown model is 404 `{reason}`; a full sampling queue (see `../sampling.ts`) 429
  *   `{reason}` with `retry-after`. Nothing is traced for a refused request.
@@ -20,12 +20,8 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import {
-  ChatCompletion,
-  type ChatCompletionChunk,
-  ChatCompletionRequest,
-  type Usage
-} from "../../../../api/ChatCompletion.js"
+import { ChatCompletion, ChatCompletionRequest, type Usage } from "../../../../api/ChatCompletion.js"
+import { ChunkJoin } from "../../../../api/internal/chunkJoin.js"
 import type { JsonObject, JsonValue } from "../../../../api/Json.js"
 import { InvalidRequest, NotFound } from "../../../../api/TraceError.js"
 import type { CompletionsCreateReq } from "../../../../api/TraceMisc.js"
@@ -161,50 +157,6 @@ export const completionsCreate =
       return { response, weave_call_id: call?.id ?? null }
     })
 
-/** What a stream's chunks add up to: each choice's content and finish reason, and the usage. */
-class Assembled {
-  readonly content = new Map<number, string>()
-  readonly finish = new Map<number, string | null>()
-  usage: Usage | null | undefined = undefined
-  first: ChatCompletionChunk | undefined = undefined
-  finished = false
-
-  add(chunk: ChatCompletionChunk): void {
-    this.first ??= chunk
-    if (chunk.usage !== null && chunk.usage !== undefined) this.usage = chunk.usage
-    for (const choice of chunk.choices) {
-      const text = choice.delta.content
-      if (typeof text === "string") this.content.set(choice.index, (this.content.get(choice.index) ?? "") + text)
-      else if (!this.content.has(choice.index)) this.content.set(choice.index, "")
-      if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
-        this.finish.set(choice.index, choice.finish_reason)
-      }
-    }
-  }
-
-  response(model: string): JsonObject {
-    const choices = [...this.content.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([index, content]) => ({
-        index,
-        message: { role: "assistant", content },
-        finish_reason: this.finish.get(index) ?? null
-      }))
-    return {
-      id: this.first?.id ?? null,
-      object: "chat.completion",
-      created: this.first?.created ?? null,
-      model: this.first?.model ?? model,
-      choices,
-      usage: {
-        prompt_tokens: this.usage?.prompt_tokens ?? 0,
-        completion_tokens: this.usage?.completion_tokens ?? 0,
-        total_tokens: this.usage?.total_tokens ?? 0
-      }
-    }
-  }
-}
-
 /** `POST /completions/create_stream` over a policy cache. */
 export const completionsCreateStream =
   (cache: PolicyCache, budget: SamplingBudget) =>
@@ -219,11 +171,13 @@ export const completionsCreateStream =
       const chunks = prepared.stream()
       const call = yield* tracedCall(payload, payload.track_llm_call !== false)
       if (call !== undefined) yield* call.begin
-      const assembled = new Assembled()
+      // The response recorded: the chunks joined into the completion `completions/create` would have recorded.
+      const joined = new ChunkJoin()
+      let finished = false
       const lines = chunkStream(chunks).pipe(
         Stream.tap((chunk) =>
           Effect.sync(() => {
-            assembled.add(chunk)
+            joined.add(chunk)
           })
         ),
         Stream.filter(
@@ -231,7 +185,7 @@ export const completionsCreateStream =
         ),
         Stream.onEnd(
           Effect.sync(() => {
-            assembled.finished = true
+            finished = true
           })
         ),
         Stream.catchAll((error) =>
@@ -245,13 +199,16 @@ export const completionsCreateStream =
         Stream.ensuring(
           call === undefined
             ? Effect.void
-            : Effect.suspend(() =>
-                call.end(
-                  Option.some(assembled.response(model)),
-                  usageSummary(model, assembled.usage),
-                  assembled.finished ? null : "The stream ended before the completion did"
+            : Effect.suspend(() => {
+                const completion = joined.completion()
+                return call.end(
+                  completion === undefined
+                    ? Option.none()
+                    : Option.some(Schema.encodeSync(ChatCompletion)(completion) as unknown as JsonObject),
+                  usageSummary(model, joined.usage),
+                  finished ? null : "The stream ended before the completion did"
                 )
-              )
+              })
         )
       )
       return jsonLinesStream(Stream.concat(Stream.make({ _meta: { weave_call_id: call?.id ?? null } }), lines))
