@@ -3,10 +3,10 @@
  * ({@link collect}), or folded by the caller ({@link fold}, {@link forEach}).
  *
  * Each reads the stream through one pull loop (`Stream.toPull`) rather than through `Stream.run`'s sink pipeline,
- * which costs a fixed ~130 us and ~130 KB of short-lived objects per stream run (effect 3.22, measured by
- * `npm run bench:client`): as much as the client spends on a 20-event completion. They mean what
- * `Stream.runFold`, `Stream.runForEach` and a fold of the chunks mean: the stream's failure is theirs, and
- * interrupting them stops the stream (the request is aborted).
+ * which costs a fixed ~130 us and ~130 KB per stream run (effect 3.22). With 64 streams in flight, where those
+ * objects outlive young-generation collections, `Stream.runFold` measured ~370 us a stream more than {@link fold}
+ * (`npm run bench:client`). They mean what `Stream.runFold`, `Stream.runForEach` and a fold of the chunks mean:
+ * the stream's failure is theirs, and interrupting them stops the stream (the request is aborted).
  *
  * ```ts
  * const completion = yield* client.streamChatCompletion(request).pipe(
