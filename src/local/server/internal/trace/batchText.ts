@@ -12,9 +12,11 @@
  * always has.
  *
  * Mirrors `CallCreateBatchReq` in api/TraceCall.ts and its fast decoder (api/internal/traceFastPath.ts): keep them
- * in step (a property test compares the two).
+ * in step (a property test compares the two; the compiler checks that the start's and the end's key lists here are
+ * those of `CallStartInsert` and `CallEndInsert`).
  */
 import { LLM_USAGE_KEYS } from "../../../../api/internal/traceFastPath.js"
+import type { CallEndInsert, CallStartInsert } from "../../../../api/TraceCall.js"
 
 /** A call's start as read from the text: its fields, with `attributes` and `inputs` as JSON text. */
 export interface StartText {
@@ -530,6 +532,9 @@ const summary = (r: Reader, depth: number): string => {
 /** `seen` with `bit` added, declining when it is there already: a known key repeated (a parse keeps the last). */
 const once = (seen: number, bit: number): number => ((seen & bit) !== 0 ? decline() : seen | bit)
 
+/** `true` when `Listed` names every key of `All`: with `satisfies`, a list that is exactly a schema's keys. */
+type Covers<All extends string, Listed extends string> = [Exclude<All, Listed>] extends [never] ? true : false
+
 const START_NAMES = [
   "project_id",
   "id",
@@ -546,7 +551,7 @@ const START_NAMES = [
   "wb_user_id",
   "wb_run_id",
   "wb_run_step"
-] as const
+] as const satisfies ReadonlyArray<keyof typeof CallStartInsert.fields>
 
 const END_NAMES = [
   "project_id",
@@ -559,7 +564,15 @@ const END_NAMES = [
   "output",
   "summary",
   "wb_run_step_end"
-] as const
+] as const satisfies ReadonlyArray<keyof typeof CallEndInsert.fields>
+
+/** Compiles only for `true`: the checks below fail to compile when a schema gains a key these lists do not read. */
+type Holds<T extends true> = T
+/** The two checks (exported only so that the compiler does not call the alias unused). */
+export type ListsCoverSchemas = [
+  Holds<Covers<keyof typeof CallStartInsert.fields, (typeof START_NAMES)[number]>>,
+  Holds<Covers<keyof typeof CallEndInsert.fields, (typeof END_NAMES)[number]>>
+]
 
 const START_KEYS = names(START_NAMES)
 const END_KEYS = names(END_NAMES)
