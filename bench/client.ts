@@ -67,12 +67,15 @@ const PACED = intFlag("paced", 1) !== 0
 const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length)
 const PROFILE_LOOPS = intFlag("cpu-prof-loops", 0)
 const PROFILE_CONCURRENCY = intFlag("concurrency", 0)
+/** The ways a request is made and read (see the header). */
+const MODE_NAMES = ["stream", "fold", "collect", "whole"] as const
+type Mode = (typeof MODE_NAMES)[number]
 /** The modes measured (`--modes=stream` for the streamed paths only). */
-const MODES = (
-  process.argv.find((a) => a.startsWith("--modes="))?.slice("--modes=".length) ?? "stream,fold,collect,whole"
-)
+const MODES = (process.argv.find((a) => a.startsWith("--modes="))?.slice("--modes=".length) ?? MODE_NAMES.join(","))
   .split(",")
-  .filter((m): m is Mode => ["stream", "fold", "collect", "whole"].includes(m))
+  .filter((m): m is Mode => (MODE_NAMES as ReadonlyArray<string>).includes(m))
+/** Node's flags passed on to the bundled clients' run and not to the server: profiles and GC traces. */
+const isProfileFlag = (arg: string) => ["--cpu-prof", "--heap-prof", "--trace-gc"].some((f) => arg.startsWith(f))
 const MODEL = "bench/tiny"
 const CONCURRENCIES = [1, 64] as const
 
@@ -175,7 +178,7 @@ const startServer = (): Promise<{ readonly child: ChildProcess; readonly url: st
     const args = [...process.execArgv, new URL(import.meta.url).pathname, "--serve", ...process.argv.slice(2)]
     const child = spawn(
       process.execPath,
-      args.filter((a) => !a.startsWith("--cpu-prof") && !a.startsWith("--heap-prof") && !a.startsWith("--trace-gc")),
+      args.filter((a) => !isProfileFlag(a)),
       {
         stdio: ["ignore", "pipe", "inherit"]
       }
@@ -195,8 +198,6 @@ const startServer = (): Promise<{ readonly child: ChildProcess; readonly url: st
 
 setFlagsFromString("--expose-gc")
 const collect = runInNewContext("gc") as () => void
-
-type Mode = "stream" | "fold" | "collect" | "whole"
 
 /** One request of a client: resolves once the answer is read in full and checked. */
 type Request = (mode: Mode) => Promise<void>
@@ -430,9 +431,7 @@ const bundleAndRun = async () => {
     outfile,
     logLevel: "warning"
   })
-  const profile = process.execArgv.filter(
-    (a) => a.startsWith("--cpu-prof") || a.startsWith("--heap-prof") || a.startsWith("--trace-gc")
-  )
+  const profile = process.execArgv.filter(isProfileFlag)
   const child = spawn(process.execPath, [...profile, outfile, "--run", ...process.argv.slice(2)], { stdio: "inherit" })
   const code = await new Promise<number>((resolve) => child.once("exit", (c) => resolve(c ?? 1)))
   process.exit(code)
