@@ -22,8 +22,9 @@
  *    step the mean reward and the share of right answers (goal: at least 0.8 within 20 steps). The jobs'
  *    `learning_rate` is `--rl-lr`; without it the jobs give none and the base model's default applies (1e-3
  *    for `effect-rl/base-2k`; 3e-3, the engine's, for the random-init models: from the pretrained base 3e-3
- *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1); `--rl-groups` and `--rl-rollouts` split a step's rollouts. The
- *    figures vary a lot from run to run (6 shops a step, sampling unseeded): compare rates over several seeds.
+ *    unlearned the copying, correct 0.29 -> 0.00 in 20 steps). `--rl-seed` seeds the shops (default 1);
+ *    `--rl-groups` and `--rl-rollouts` split a step's rollouts. The figures vary a lot from run to run (6 shops a
+ *    step, sampling unseeded): compare rates over several seeds.
  *    Per step it also prints the right calls (tool and item) and the share of them whose answer copied the result;
  *    `--rl-reward=faithful` pays half for copying whichever result came back (see docs/embedded-backend.md).
  *    Every `--rl-eval` steps (default 5; 0: never) and at the end, 48 held-out shops are answered greedily
@@ -441,15 +442,20 @@ const faithfulReward: Reward.Reward<Shop, Played> = Reward.weighted(
   { name: "right_call", reward: rightCall, weight: 0 }
 )
 
-const trainShop = (
-  baseModel: string,
-  steps: number,
-  learningRate: number | undefined,
-  seed: number,
-  groups: number,
-  rollouts: number,
-  evalEvery: number
-) =>
+/** One RL run of the shop agent. */
+interface ShopRun {
+  readonly baseModel: string
+  readonly steps: number
+  /** The jobs' `learning_rate`; without it the base model's default applies. */
+  readonly learningRate: number | undefined
+  readonly seed: number
+  readonly groups: number
+  readonly rollouts: number
+  /** Evaluate greedily on held-out shops every this many steps (and at the end); 0: never. */
+  readonly evalEvery: number
+}
+
+const trainShop = ({ baseModel, steps, learningRate, seed, groups, rollouts, evalEvery }: ShopRun) =>
   Effect.gen(function* () {
     const policy = yield* Policy.trainable({ project: "bench", name: `shop-${Date.now()}`, base_model: baseModel })
     const t0 = performance.now()
@@ -476,28 +482,30 @@ const trainShop = (
       }
     })
     const seconds = (performance.now() - t0) / 1000
-    const metric = (m: Record<string, number>, name: string) =>
-      (m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN).toFixed(2)
+    /** A metric of a step (under the names the loop may give it), and as printed. */
+    const value = (m: Record<string, number>, name: string) =>
+      m[name] ?? m[`reward/${name}`] ?? m[`metrics/${name}`] ?? Number.NaN
+    const shown = (m: Record<string, number>, name: string) => value(m, name).toFixed(2)
+    const row = (name: string) => summary.steps.map((s) => shown(s.train, name)).join(" ")
     const applied = [...new Set(summary.steps.map((s) => s.training.learning_rate).filter((x) => x !== undefined))]
     console.log(
       `RL from ${baseModel}, shops seed ${seed}: ${steps} steps of ${groups} x ${rollouts} rollouts in ${seconds.toFixed(0)} s, learning rate ${learningRate ?? "the base model's default"}, temperature ${trainingTemperature ?? 1} (applied: ${applied.join(", ")}); load average ${loadavg()[0]!.toFixed(2)}`
     )
-    console.log(`  reward:  ${summary.steps.map((s) => metric(s.train, "reward")).join(" ")}`)
-    console.log(`  correct: ${summary.steps.map((s) => metric(s.train, "correct")).join(" ")}`)
-    console.log(`  tool:    ${summary.steps.map((s) => metric(s.train, "right_tool")).join(" ")}`)
-    console.log(`  call:    ${summary.steps.map((s) => metric(s.train, "right_call")).join(" ")}`)
-    const copied = (m: Record<string, number>) =>
-      (Number(metric(m, "correct")) / Number(metric(m, "right_call"))).toFixed(2)
+    console.log(`  reward:  ${row("reward")}`)
+    console.log(`  correct: ${row("correct")}`)
+    console.log(`  tool:    ${row("right_tool")}`)
+    console.log(`  call:    ${row("right_call")}`)
+    const copied = (m: Record<string, number>) => (value(m, "correct") / value(m, "right_call")).toFixed(2)
     console.log(`  copied of right calls: ${summary.steps.map((s) => copied(s.train)).join(" ")}`)
     const validated = summary.steps.flatMap((s, i) => (s.validation === undefined ? [] : [[i, s.validation] as const]))
     if (summary.finalValidation !== undefined) validated.push([summary.steps.length, summary.finalValidation])
     if (validated.length > 0) {
       console.log(
-        `  greedy on 48 held-out shops (before step; correct/call): ${validated.map(([i, m]) => `${i}: ${metric(m, "correct")}/${metric(m, "right_call")}`).join("  ")}`
+        `  greedy on 48 held-out shops (before step; correct/call): ${validated.map(([i, m]) => `${i}: ${shown(m, "correct")}/${shown(m, "right_call")}`).join("  ")}`
       )
     }
-    const first = summary.steps.findIndex((s) => Number(metric(s.train, "correct")) >= 0.8)
-    const lastThree = summary.steps.slice(-3).map((s) => Number(metric(s.train, "correct")))
+    const first = summary.steps.findIndex((s) => value(s.train, "correct") >= 0.8)
+    const lastThree = summary.steps.slice(-3).map((s) => value(s.train, "correct"))
     console.log(
       `  first step with correct >= 0.8: ${first === -1 ? "none" : first + 1}; correct over the last three steps ${(lastThree.reduce((a, b) => a + b, 0) / lastThree.length).toFixed(2)}`
     )
@@ -506,14 +514,14 @@ const trainShop = (
 if (args.get("rl") !== "0") {
   const steps = Number(args.get("rl-steps") ?? 20)
   await Effect.runPromise(
-    trainShop(
-      args.get("rl-base") ?? PRETRAINED_MODEL,
+    trainShop({
+      baseModel: args.get("rl-base") ?? PRETRAINED_MODEL,
       steps,
-      args.has("rl-lr") ? Number(args.get("rl-lr")) : undefined,
-      Number(args.get("rl-seed") ?? 1),
-      Number(args.get("rl-groups") ?? 6),
-      Number(args.get("rl-rollouts") ?? 8),
-      Number(args.get("rl-eval") ?? 5)
-    ).pipe(Effect.provide(Backend.local()))
+      learningRate: args.has("rl-lr") ? Number(args.get("rl-lr")) : undefined,
+      seed: Number(args.get("rl-seed") ?? 1),
+      groups: Number(args.get("rl-groups") ?? 6),
+      rollouts: Number(args.get("rl-rollouts") ?? 8),
+      evalEvery: Number(args.get("rl-eval") ?? 5)
+    }).pipe(Effect.provide(Backend.local()))
   )
 }
