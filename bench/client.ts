@@ -3,7 +3,8 @@
  * streamed and whole, one request at a time and 64 in flight, against the same trivial server.
  *
  *   npx tsx bench/client.ts [--requests=2000] [--rounds=5] [--warmup=1] [--events=22] [--paced=1] [--tsx]
- *                           [--modes=stream,fold,collect,whole] [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
+ *                           [--modes=stream,fold,collect,whole]
+ *                           [--only=effect-stream --cpu-prof-loops=0 [--concurrency=1]]
  *
  * The server is this file run with `--serve` in a SEPARATE process (so that its CPU is not the client's): plain
  * `node:http`, answering `POST /v1/chat/completions` with a canned completion, or with `stream: true` with

@@ -9,13 +9,14 @@
  * then `done` (the new checkpoint's bytes, transferred, and the metrics) or `failed` (the message). The
  * worker appends the events to the store as they come.
  *
- * One thread per process, started when a model is created ({@link prestart}) or on first use, and kept (it does not
- * hold the process open): starting one costs a few hundred milliseconds (more from the TypeScript sources), and
- * servers in one process (tests) share it. Once started, the thread runs one small forward and backward pass
+ * One thread per process, started when a model is created ({@link prestart}) or on first use, and kept (it does
+ * not hold the process open): starting one costs a few hundred milliseconds (more from the TypeScript sources),
+ * and servers in one process (tests) share it. Once started, the thread runs one small forward and backward pass
  * before any job, so the engine's code is compiled while the first rollouts are gathered, not in the first job
- * (a server that only serves never starts it). It runs jobs one after another, in the order they were sent. A job given up by its caller
- * (interrupted) is cancelled: an SFT job stops before its next step, an RL job (one gradient computation)
- * finishes and is thrown away. If the thread dies, the jobs it held fail and the next job starts a new one.
+ * (a server that only serves never starts it). It runs jobs one after another, in the order they were sent. A job
+ * given up by its caller (interrupted) is cancelled: an SFT job stops before its next step, an RL job (one
+ * gradient computation) finishes and is thrown away. If the thread dies, the jobs it held fail and the next job
+ * starts a new one.
  *
  * This module is both the thread's entry point and the main thread's side ({@link run}).
  *

@@ -7,8 +7,9 @@
  * - `POST /completions/create` → `{response, weave_call_id}` (`weave_call_id` null when not tracked).
  * - `POST /completions/create_stream` → JSON lines: `{"_meta": {"weave_call_id": ...}}` first, then each
  *   chat-completions chunk as the engine decodes it; the call starts when the stream begins and ends, when the
- *   stream does, with the chunks joined into the response `create` would have recorded (`api/internal/chunkJoin.ts`),
- *   or with an exception (and what came so far) when it breaks off. The usage chunk is sent only when `stream_options.include_usage` asks for it.
+ *   stream does, with the chunks joined into the response `create` would have recorded
+ *   (`api/internal/chunkJoin.ts`), or with an exception (and what came so far) when it breaks off. The usage
+ *   chunk is sent only when `stream_options.include_usage` asks for it.
  * - `inputs` that are not a valid chat-completions request, or that the engine refuses, are 400 `{reason}`
  *   naming the field; an unknown model is 404 `{reason}`; a full sampling queue (see `../sampling.ts`) 429
  *   `{reason}` with `retry-after`. Nothing is traced for a refused request.
