@@ -136,18 +136,29 @@ describe("ExternalAgent", () => {
       }).pipe(TestServices.provideLive)
     )
 
-    it.effect("a time limit stops the agent and fails its rollout", () =>
+    it.effect("a time limit stops the agent and fails its rollout, grandchildren and SIGTERM-deaf agents too", () =>
       Effect.gen(function* () {
         const pidFile = join(dir, "slow.json")
         let pid = 0
         const agent = python("hang", { env: { PID_FILE: pidFile }, killGrace: "200 millis", onSpawn: (p) => (pid = p) })
+        // 3 s: time for python to start, take its turn and write its pids on a loaded machine, before it is stopped.
         const failure = yield* Effect.flip(
-          Rollout.run(policy, ExternalAgent.rollout(agent, { timeout: "1500 millis" })({ question: "q" }))
+          Rollout.run(policy, ExternalAgent.rollout(agent, { timeout: "3 seconds" })({ question: "q" }))
         )
         expect(failure).toMatchObject({ _tag: "ExternalAgentError", reason: "Timeout" })
-        expect(failure.message).toBe("the agent /usr/bin/python3 did not finish within 1s 500ms")
+        expect(failure.message).toBe("the agent /usr/bin/python3 did not finish within 3s")
         expect(pid).toBeGreaterThan(0)
         expect(alive(pid)).toBe(false)
+        // What matters is the agent (python, which ignores SIGTERM) and its grandchild (sleep), not the `sh -c`
+        // spawned: each given up to 2 s to leave the table, as in the interruption's test above.
+        expect(existsSync(pidFile)).toBe(true)
+        const pids = JSON.parse(readFileSync(pidFile, "utf8")) as ReadonlyArray<number>
+        expect(pids).toHaveLength(2)
+        const stopped = Date.now()
+        for (const agentPid of pids) {
+          while (alive(agentPid) && Date.now() - stopped < 2_000) yield* Effect.sleep("10 millis")
+          expect(alive(agentPid)).toBe(false)
+        }
       }).pipe(TestServices.provideLive)
     )
 
