@@ -38,6 +38,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as internal from "./internal/externalAgent.js"
+import { redact } from "./internal/secretTail.js"
 import type { Reward } from "./Reward.js"
 import * as Rollout from "./Rollout.js"
 import * as RolloutGateway from "./RolloutGateway.js"
@@ -169,7 +170,7 @@ export const fromFunction = <S>(
           new ExternalAgentError({
             reason: "Failed",
             agent: name,
-            description: `the agent ${name} failed: ${errorText(cause)}`,
+            description: `the agent ${name} failed: ${redact(errorText(cause), Redacted.value(endpoint.apiKey))}`,
             cause
           })
       }).pipe(Effect.flatMap((value) => reportOf(name, value, "as its result")))
@@ -198,6 +199,8 @@ export const http = <S>(
     name,
     run: (endpoint, scenario) =>
       Effect.gen(function* () {
+        // What the service answers is shown in part: the key redacted first, so that no cut leaves a piece of it.
+        const shown = (text: string, length: number) => redact(text, Redacted.value(endpoint.apiKey)).slice(0, length)
         const response = yield* Effect.tryPromise({
           try: (signal) =>
             fetch(url, {
@@ -215,11 +218,11 @@ export const http = <S>(
           try: () => response.text(),
           catch: (cause) => failure(`broke off its answer: ${errorText(cause)}`, cause)
         })
-        if (!response.ok) return yield* failure(`answered ${response.status}: ${text.slice(0, 500)}`)
+        if (!response.ok) return yield* failure(`answered ${response.status}: ${shown(text, 500)}`)
         if (text.trim() === "") return undefined
         const parsed = yield* Effect.try({
           try: () => JSON.parse(text) as unknown,
-          catch: (cause) => failure(`answered with a body that is not JSON: ${text.slice(0, 200)}`, cause)
+          catch: (cause) => failure(`answered with a body that is not JSON: ${shown(text, 200)}`, cause)
         })
         return yield* reportOf(name, parsed, "in its answer")
       })
@@ -239,8 +242,6 @@ export interface CommandOptions {
   /** Called with the process id once it runs. */
   readonly onSpawn?: ((pid: number) => void) | undefined
 }
-
-const redact = (text: string, key: string) => text.split(key).join("<redacted>")
 
 /**
  * An agent as a command (a shell command line, or a program and its arguments), run once per rollout in a
@@ -264,6 +265,7 @@ export const command = <S>(command: string | ReadonlyArray<string>, options: Com
           cwd: options.cwd,
           stdin: `${scenarioJson}\n`,
           stderrTail: options.stderrTail ?? 2000,
+          secret: key,
           killGrace: options.killGrace ?? Duration.seconds(2),
           onSpawn: options.onSpawn
         })
@@ -278,7 +280,7 @@ export const command = <S>(command: string | ReadonlyArray<string>, options: Com
               })
           ),
           Effect.flatMap((ended) => {
-            const stderr = redact(ended.stderr, key).trimEnd()
+            const stderr = ended.stderr.trimEnd()
             if (ended.code !== 0) {
               const how = ended.signal === null ? `exited with code ${ended.code}` : `was killed by ${ended.signal}`
               return Effect.fail(
@@ -300,7 +302,7 @@ export const command = <S>(command: string | ReadonlyArray<string>, options: Com
                 new ExternalAgentError({
                   reason: "Report",
                   agent: name,
-                  description: `the agent command ${name}'s last line of output is not JSON: ${redact(line, key).slice(0, 200)}`,
+                  description: `the agent command ${name}'s last line of output is not JSON: ${line.slice(0, 200)}`,
                   cause
                 })
             }).pipe(Effect.flatMap((value) => reportOf(name, value, "on its last line")))

@@ -8,6 +8,7 @@
 import { spawn } from "node:child_process"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { SecretTail } from "./secretTail.js"
 
 /** How the command ended. */
 export interface Ended {
@@ -27,6 +28,8 @@ export interface Spawn {
   readonly cwd?: string | undefined
   readonly stdin: string
   readonly stderrTail: number
+  /** The rollout's key: redacted from what is kept of stdout and stderr before either is cut. */
+  readonly secret: string
   readonly killGrace: Duration.DurationInput
   /** Called with the pid once the process runs (tests watch it). */
   readonly onSpawn?: ((pid: number) => void) | undefined
@@ -65,8 +68,8 @@ export const run = (options: Spawn): Effect.Effect<Ended, Error> =>
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       stdio: ["pipe", "pipe", "pipe"]
     })
-    let stdout = ""
-    let stderr = ""
+    const stdout = new SecretTail(STDOUT_KEPT, options.secret)
+    const stderr = new SecretTail(options.stderrTail, options.secret)
     let done = false
     let settled = false
     const settle = (effect: Effect.Effect<Ended, Error>) => {
@@ -76,14 +79,8 @@ export const run = (options: Spawn): Effect.Effect<Ended, Error> =>
     }
     child.stdout.setEncoding("utf8")
     child.stderr.setEncoding("utf8")
-    child.stdout.on("data", (chunk: string) => {
-      stdout += chunk
-      if (stdout.length > 2 * STDOUT_KEPT) stdout = stdout.slice(-STDOUT_KEPT)
-    })
-    child.stderr.on("data", (chunk: string) => {
-      stderr += chunk
-      if (stderr.length > 2 * options.stderrTail) stderr = stderr.slice(-options.stderrTail)
-    })
+    child.stdout.on("data", (chunk: string) => stdout.push(chunk))
+    child.stderr.on("data", (chunk: string) => stderr.push(chunk))
     // An agent that does not read its stdin (or exits early) must not fail the write.
     child.stdin.on("error", () => {})
     child.stdin.end(options.stdin)
@@ -91,9 +88,7 @@ export const run = (options: Spawn): Effect.Effect<Ended, Error> =>
       child.once("close", (code, signal) => {
         done = true
         if (child.pid !== undefined) killGroup(child.pid, "SIGKILL")
-        settle(
-          Effect.succeed({ code, signal, lastLine: lastLineOf(stdout), stderr: stderr.slice(-options.stderrTail) })
-        )
+        settle(Effect.succeed({ code, signal, lastLine: lastLineOf(stdout.value()), stderr: stderr.value() }))
         resolve()
       })
     })
