@@ -35,6 +35,26 @@ const learns = async (command: string) => {
   return run
 }
 
+/** What the test's reward module keeps of a rollout of the AI SDK agent. */
+interface SeenRollout {
+  readonly scenario: { readonly item: string; readonly prices: Readonly<Record<string, number>> }
+  readonly report: { readonly reward: number; readonly metrics: Readonly<Record<string, boolean>> }
+  readonly trajectory: {
+    readonly tools: ReadonlyArray<unknown>
+    readonly messages_and_choices: ReadonlyArray<{
+      readonly role?: string
+      readonly content?: string | null
+      readonly message?: {
+        readonly content: string | null
+        readonly tool_calls?: ReadonlyArray<{
+          readonly id: string
+          readonly function: { readonly name: string; readonly arguments: string }
+        }>
+      }
+    }>
+  }
+}
+
 describe("effect-rl train-agent, learning", () => {
   it("trains the Python agent: the reward rises as minimal's does", async () => {
     const run = await learns(`python3 ${join(root, "examples/agents/python/agent.py")}`)
@@ -51,6 +71,19 @@ describe("effect-rl train-agent, learning", () => {
       two,
       readFileSync(join(root, "examples/agents/ai-sdk/scenarios.jsonl"), "utf8").split("\n").slice(0, 2).join("\n")
     )
+    // A reward module that keeps each rollout's scenario, report and recorded trajectory, and rewards the report:
+    // what the agent saw and did is then checked against what it reported, rollout by rollout.
+    const seen = join(dir, "seen.jsonl")
+    const module = join(dir, "keep.mjs")
+    writeFileSync(
+      module,
+      `import { appendFileSync } from "node:fs"
+export const reward = ({ scenario, value, trajectory }) => {
+  appendFileSync(${JSON.stringify(seen)}, JSON.stringify({ scenario, report: value.report, trajectory }) + "\\n")
+  return value.report
+}
+`
+    )
     const run = await trainAgent([
       `node ${join(root, "examples/agents/ai-sdk/agent.mjs")}`,
       "--scenarios",
@@ -58,11 +91,46 @@ describe("effect-rl train-agent, learning", () => {
       "--steps",
       "1",
       "--group-size",
-      "3"
+      "3",
+      "--reward",
+      module
     ])
     expect(run.code, run.out).toBe(0)
     const summary = summaryOf(run.out)
     expect(summary.steps).toBe(1)
-    expect(summary.first_reward).toBeGreaterThanOrEqual(0)
+    const rollouts = readFileSync(seen, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as SeenRollout)
+    expect(rollouts).toHaveLength(6)
+    for (const { scenario, report, trajectory } of rollouts) {
+      const items = Object.keys(scenario.prices)
+      // The tool reached the policy through the Responses API, its enum intact.
+      expect(trajectory.tools).toMatchObject([
+        { type: "function", function: { name: "price", parameters: { properties: { item: { enum: items } } } } }
+      ])
+      const [question, call, result, answer, ...rest] = trajectory.messages_and_choices
+      expect(rest).toStrictEqual([])
+      expect(question).toStrictEqual({ role: "user", content: `How much is the ${scenario.item}? Look it up.` })
+      // The required call: one, to `price`, with an item of the scenario; its result the agent's tool returned.
+      const calls = call?.message?.tool_calls ?? []
+      expect(calls).toHaveLength(1)
+      expect(calls[0]!.function.name).toBe("price")
+      const { item } = JSON.parse(calls[0]!.function.arguments) as { item: string }
+      expect(items).toContain(item)
+      expect(result).toStrictEqual({ role: "tool", content: String(scenario.prices[item]), tool_call_id: calls[0]!.id })
+      // The structured answer: one of the scenario's prices, as its schema allows.
+      const { price } = JSON.parse(answer?.message?.content ?? "null") as { price: string }
+      expect(Object.values(scenario.prices).map(String)).toContain(price)
+      // The report scores what was done, and the run's reward is the reports' mean.
+      const rightItem = item === scenario.item
+      const rightPrice = price === String(scenario.prices[scenario.item])
+      expect(report).toStrictEqual({
+        reward: (Number(rightItem) + Number(rightPrice)) / 2,
+        metrics: { right_item: rightItem, right_price: rightPrice }
+      })
+    }
+    const mean = rollouts.reduce((sum, { report }) => sum + report.reward, 0) / rollouts.length
+    expect(summary.first_reward).toBeCloseTo(mean, 10)
   }, 180_000)
 })
