@@ -207,10 +207,11 @@ export const DeltaToolCall = Schema.Struct({
 /** @see {@link DeltaToolCall} */
 export type DeltaToolCall = typeof DeltaToolCall.Type
 
-/** The increment of a streamed choice. */
+/** The increment of a streamed choice: fragments of its text, refusal, reasoning and tool calls, each appended. */
 export const Delta = Schema.Struct({
   role: Schema.optional(Schema.NullOr(Schema.String)),
   content: Schema.optional(Schema.NullOr(Schema.String)),
+  refusal: Schema.optional(Schema.NullOr(Schema.String)),
   reasoning: Schema.optional(Schema.NullOr(Schema.String)),
   reasoning_content: Schema.optional(Schema.NullOr(Schema.String)),
   tool_calls: Schema.optional(Schema.Array(DeltaToolCall))

@@ -106,13 +106,13 @@ export interface CollectOptions {
 
 /**
  * The chunks of a streamed chat completion joined into the `ChatCompletion` the same request returns unstreamed:
- * per choice (by `index`) the role, the `content` and reasoning deltas concatenated (`content` null when no delta
- * had any, or when a message of tool calls has no text; `refusal` null), the tool calls joined by their `index`
- * (`id`, `name` as given, `arguments` concatenated), the logprobs (null when no chunk had any) and `token_ids`
- * concatenated, the last `finish_reason` and `stop_reason`; `id`, `created` and `model` of the first chunk;
- * `usage` of the usage chunk (sent when the request asks for it with `stream_options: { include_usage: true }`),
- * else zero counts, as an unstreamed response without usage decodes. A stream that ends before its first chunk
- * fails with `NoSuchElementException`.
+ * per choice (by `index`) the role, the `content`, `refusal` and reasoning deltas concatenated (`content` and
+ * `refusal` null when no delta had any, and `content` when a message of tool calls has no text), the tool calls
+ * joined by their `index` (`id`, `name` as given, `arguments` concatenated), the logprobs (null when no chunk had
+ * any) and `token_ids` concatenated, the last `finish_reason` and `stop_reason`; `id`, `created` and `model` of the
+ * first chunk; `usage` of the usage chunk (sent when the request asks for it with `stream_options: {
+ * include_usage: true }`), else zero counts, as an unstreamed response without usage decodes. A stream that ends
+ * before its first chunk fails with `NoSuchElementException`.
  */
 export const collect: {
   (

@@ -51,6 +51,7 @@ const delta = (u: unknown): Declinable<Record_> => {
   if (
     !optional(u, out, "role", isNullableString) ||
     !optional(u, out, "content", isNullableString) ||
+    !optional(u, out, "refusal", isNullableString) ||
     !optional(u, out, "reasoning", isNullableString) ||
     !optional(u, out, "reasoning_content", isNullableString)
   ) {

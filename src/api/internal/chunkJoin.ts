@@ -34,6 +34,7 @@ interface JoinedToolCall {
 class JoinedChoice {
   role: string | undefined
   content: Array<string> | undefined
+  refusal: Array<string> | undefined
   reasoning: Array<string> | undefined
   reasoningContent: Array<string> | undefined
   readonly toolCalls = new Map<number, JoinedToolCall>()
@@ -48,6 +49,7 @@ class JoinedChoice {
     const delta = choice.delta
     if (delta.role != null) this.role = delta.role
     if (delta.content != null) this.content = appended(this.content, [delta.content])
+    if (delta.refusal != null) this.refusal = appended(this.refusal, [delta.refusal])
     if (delta.reasoning != null) this.reasoning = appended(this.reasoning, [delta.reasoning])
     if (delta.reasoning_content != null) {
       this.reasoningContent = appended(this.reasoningContent, [delta.reasoning_content])
@@ -99,7 +101,7 @@ class JoinedChoice {
       message: {
         role: this.role ?? "assistant",
         content: this.text(toolCalls.length > 0),
-        refusal: null,
+        refusal: this.refusal === undefined ? null : this.refusal.join(""),
         ...(this.reasoning === undefined ? {} : { reasoning: this.reasoning.join("") }),
         ...(this.reasoningContent === undefined ? {} : { reasoning_content: this.reasoningContent.join("") }),
         ...(toolCalls.length === 0 ? {} : { tool_calls: toolCalls })
