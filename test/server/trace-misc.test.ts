@@ -277,6 +277,88 @@ layer(Layer.merge(Backend, NodeHttpClient.layerUndici), { excludeTestServices: t
         })
     )
 
+    it.effect(
+      "completions/create_stream: tool calls, logprobs and two choices recorded as create records them, compared whole",
+      () =>
+        Effect.gen(function* () {
+          const trace = yield* client
+          const project = newProject()
+          const inputs = {
+            model: "effect-rl/tiny",
+            messages: [{ role: "user", content: "How much is the lamp?" }],
+            n: 2,
+            seed: 2,
+            temperature: 1,
+            max_tokens: 100,
+            logprobs: true,
+            top_logprobs: 2,
+            tool_choice: "required",
+            parallel_tool_calls: true,
+            tools: [
+              {
+                type: "function",
+                function: {
+                  name: "price",
+                  parameters: {
+                    type: "object",
+                    required: ["item"],
+                    properties: { item: { type: "string", enum: ["lamp", "desk"] } }
+                  }
+                }
+              }
+            ]
+          }
+          const whole = yield* trace.completionsCreate({ project_id: project, inputs, track_llm_call: false })
+          const events = yield* collect(trace.completionsCreateStream({ project_id: project, inputs }))
+          const callId = events[0]?._tag === "Meta" ? events[0].meta.weave_call_id : undefined
+          // The call ids each choice's stream gave, and how many fragments of arguments came.
+          const streamedIds: Array<Array<string>> = [[], []]
+          let fragments = 0
+          for (const event of events) {
+            if (event._tag !== "Chunk") continue
+            for (const choice of event.chunk.choices) {
+              for (const call of choice.delta.tool_calls ?? []) {
+                if (call.id != null) streamedIds[choice.index]?.push(call.id)
+                if (call.function?.arguments) fragments++
+              }
+            }
+          }
+          const { call: traced } = yield* trace.callRead({ project_id: project, id: callId ?? "" })
+          expect(traced?.exception ?? null).toBeNull()
+          type Recorded = {
+            readonly choices: ReadonlyArray<{
+              readonly message: { readonly tool_calls?: ReadonlyArray<{ readonly id?: string }> }
+              readonly logprobs: { readonly content: ReadonlyArray<unknown> | null } | null
+            }>
+          } & Record<string, unknown>
+          const output = traced?.output as Recorded
+          const answered = whole.response as Recorded
+          // The comparison covers what a joiner could lose: each choice calls a tool, its arguments streamed in
+          // pieces, with logprobs.
+          expect(answered.choices).toHaveLength(2)
+          for (const choice of answered.choices) {
+            expect(choice.message.tool_calls?.length).toBeGreaterThan(0)
+            expect(choice.logprobs?.content?.length).toBeGreaterThan(0)
+          }
+          expect(fragments).toBeGreaterThan(2)
+          // The recorded calls carry the ids the stream gave (each request draws its own call ids) ...
+          expect(output.choices.map((choice) => choice.message.tool_calls?.map((call) => call.id))).toEqual(streamedIds)
+          // ... and the recorded response is the one `create` answers for the same seed, but for its id, time and
+          // call ids.
+          const comparable = ({ id: _id, created: _created, choices, ...rest }: Recorded) => ({
+            ...rest,
+            choices: choices.map((choice) => ({
+              ...choice,
+              message: {
+                ...choice.message,
+                tool_calls: choice.message.tool_calls?.map(({ id: _call, ...call }) => call)
+              }
+            }))
+          })
+          expect(comparable(output)).toStrictEqual(comparable(answered))
+        })
+    )
+
     it.effect("completions/create_stream: a client that leaves mid-stream leaves an ended call with an exception", () =>
       Effect.gen(function* () {
         const trace = yield* client
