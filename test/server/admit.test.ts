@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
-import { jsonDepth, nestsDeeper } from "../../src/local/server/internal/admit.js"
+import { jsonDepth, nestsDeeper } from "../../src/api/internal/jsonDepth.js"
 import { API_KEY } from "../support/clients.js"
 import { Backend, call } from "./support.js"
 

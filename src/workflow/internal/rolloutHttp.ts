@@ -23,6 +23,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { type ChatCompletion, type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
 import { firstField } from "../../api/ResponsesChat.js"
 import { ApiError } from "../../client/ApiError.js"
 import type { Request as PolicyRequest } from "../Policy.js"
@@ -174,13 +175,24 @@ const modelsRoute = (context: RouteContext): Response =>
     data: [{ id: context.policyName, object: "model", created: started, owned_by: "effect-rl" }]
   })
 
+/**
+ * The body's JSON, or the 400 for text that is not JSON or nests deeper than the embedded backend takes (checked
+ * before any schema decodes it: decoding and formatting the error recurse once per level), naming the top-level
+ * field that nests too deep.
+ */
 const readJson = async (request: Request): Promise<{ readonly body: unknown } | Response> => {
   const text = await request.text()
+  let body: unknown
   try {
-    return { body: JSON.parse(text) as unknown }
+    body = JSON.parse(text) as unknown
   } catch {
-    return errorResponse(400, "the request body is not JSON", "invalid_request_error")
+    return jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
+      ? errorResponse(400, TOO_DEEP, "invalid_request_error")
+      : errorResponse(400, "the request body is not JSON", "invalid_request_error")
   }
+  return nestsDeeper(body, MAX_JSON_DEPTH)
+    ? errorResponse(400, TOO_DEEP, "invalid_request_error", deepField(body, MAX_JSON_DEPTH))
+    : { body }
 }
 
 /** The path after the last `/v1` (or the whole path when it has none), without a trailing slash. */

@@ -25,12 +25,10 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import { jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../../api/internal/jsonDepth.js"
 import * as Responses from "./responses.js"
 import { isTracePath } from "./trace/paths.js"
 import type { Route } from "./validate.js"
-
-/** The deepest nesting of arrays and objects a JSON body may have. */
-export const MAX_JSON_DEPTH = 512
 
 /** The longest file name or form field name `file/create` takes, in characters. */
 export const MAX_FORM_NAME = 1024
@@ -76,34 +74,6 @@ export const mediaTypeOf = (header: string | undefined): string =>
 
 /** JSON as the platform reads it: no media type, or `application/json` (a `…+json` type it would not parse). */
 const isJsonMediaType = (mediaType: string) => mediaType === "" || mediaType === "application/json"
-
-/**
- * How deep the arrays and objects of a JSON text nest, counted in one pass without recursion; stops counting
- * once past `limit` (the answer is then `limit + 1`). Brackets inside strings do not count.
- */
-export const jsonDepth = (text: string, limit: number): number => {
-  let depth = 0
-  let deepest = 0
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === 0x5c) i++
-      else if (c === 0x22) inString = false
-    } else if (c === 0x22) {
-      inString = true
-    } else if (c === 0x5b || c === 0x7b) {
-      depth++
-      if (depth > deepest) {
-        deepest = depth
-        if (deepest > limit) return deepest
-      }
-    } else if (c === 0x5d || c === 0x7d) {
-      depth--
-    }
-  }
-  return deepest
-}
 
 /** A method whose requests carry a body. */
 const takesBody = (request: HttpServerRequest.HttpServerRequest) =>
@@ -240,14 +210,7 @@ export const admitJson = (
         ? jsonDepth(text.right, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
         : nestsDeeper(parsed.value, MAX_JSON_DEPTH)
     if (tooDeep) {
-      return Either.left(
-        surfaceError(
-          pathname,
-          400,
-          "BadRequestError",
-          `The JSON body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`
-        )
-      )
+      return Either.left(surfaceError(pathname, 400, "BadRequestError", TOO_DEEP))
     }
     return Either.right(parsed === NOT_JSON ? request : withJson(request, parsed.value))
   })
@@ -262,24 +225,6 @@ const parseJson = (text: string): { readonly value: unknown } | typeof NOT_JSON 
   } catch {
     return NOT_JSON
   }
-}
-
-/**
- * Whether the arrays and objects of a parsed JSON value nest deeper than `limit`: {@link jsonDepth} of its text
- * above `limit`, counted on the value (recursion at most `limit + 1` deep).
- */
-export const nestsDeeper = (value: unknown, limit: number): boolean => deeper(value, 1, limit)
-
-const deeper = (u: unknown, depth: number, limit: number): boolean => {
-  if (typeof u !== "object" || u === null) return false
-  if (depth > limit) return true
-  if (Array.isArray(u)) {
-    for (let i = 0; i < u.length; i++) if (deeper(u[i], depth + 1, limit)) return true
-    return false
-  }
-  const record = u as Record<string, unknown>
-  for (const key in record) if (deeper(record[key], depth + 1, limit)) return true
-  return false
 }
 
 /**

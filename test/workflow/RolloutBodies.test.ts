@@ -1,0 +1,160 @@
+/**
+ * Bodies nested too deep for a schema, sent to a rollout's endpoint (in process through `RolloutFetch`, and over
+ * HTTP through the gateway): a 400 naming the field that nests too deep, at any depth, never a 500; the same
+ * limit as the embedded backend's (`MAX_JSON_DEPTH`); the rollout answers the next request as before. Deep
+ * bodies once overflowed the stack while their decoding error was being formatted (issue 35).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
+import { MAX_JSON_DEPTH, TOO_DEEP } from "../../src/api/internal/jsonDepth.js"
+import * as Policy from "../../src/workflow/Policy.js"
+import * as Rollout from "../../src/workflow/Rollout.js"
+import * as RolloutFetch from "../../src/workflow/RolloutFetch.js"
+import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
+
+/** A policy that answers every request at once. */
+const policy = Policy.make({
+  name: "instant",
+  complete: (request) =>
+    Effect.succeed({
+      id: "chatcmpl-instant",
+      object: "chat.completion",
+      created: 0,
+      model: request.model,
+      choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "ok" } }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+    } as unknown as ChatCompletion)
+})
+
+/** JSON text of arrays nested `depth` deep. */
+const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
+
+/**
+ * Bodies with `deep` (JSON text) in one field, each with the top-level field it is under and how many levels
+ * that field's place adds around it.
+ */
+const CASES: ReadonlyArray<{
+  readonly path: string
+  readonly field: string
+  readonly around: number
+  readonly body: (deep: string) => string
+}> = [
+  {
+    path: "chat/completions",
+    field: "messages",
+    around: 3,
+    body: (d) => `{"model":"m","messages":[{"role":"user","content":${d}}]}`
+  },
+  {
+    path: "chat/completions",
+    field: "tools",
+    around: 5,
+    body: (d) =>
+      `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":${d}}}}]}`
+  },
+  {
+    path: "chat/completions",
+    field: "response_format",
+    around: 2,
+    body: (d) =>
+      `{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":${d}}}`
+  },
+  {
+    path: "chat/completions",
+    field: "chat_template_kwargs",
+    around: 2,
+    body: (d) => `{"model":"m","messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"x":${d}}}`
+  },
+  {
+    path: "responses",
+    field: "input",
+    around: 3,
+    body: (d) => `{"model":"m","input":[{"role":"user","content":${d}}]}`
+  },
+  { path: "responses", field: "metadata", around: 2, body: (d) => `{"model":"m","input":"hi","metadata":{"x":${d}}}` },
+  {
+    path: "responses",
+    field: "text",
+    around: 3,
+    body: (d) => `{"model":"m","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":${d}}}}`
+  }
+]
+
+/** Every case at depths past the limit, sent with `send`; then a healthy request. */
+const refusesEveryDeepBody = (
+  send: (path: string, body: string) => Effect.Effect<{ readonly status: number; readonly text: string }>
+) =>
+  Effect.gen(function* () {
+    for (const { path, field, around, body } of CASES) {
+      for (const depth of [MAX_JSON_DEPTH + 1 - around, 2_500, 10_000, 100_000]) {
+        const answer = yield* send(path, body(nested(depth)))
+        expect({ path, field, depth, status: answer.status }).toEqual({ path, field, depth, status: 400 })
+        expect(JSON.parse(answer.text).error).toMatchObject({
+          message: TOO_DEEP,
+          type: "invalid_request_error",
+          param: field
+        })
+      }
+      // One level less is within the limit: not refused for its depth (whatever its fields make of it).
+      const within = yield* send(path, body(nested(MAX_JSON_DEPTH - around)))
+      expect(within.status, `${field} at ${MAX_JSON_DEPTH - around}`).toBeLessThan(500)
+      expect(within.text, `${field} at ${MAX_JSON_DEPTH - around}`).not.toContain(TOO_DEEP)
+    }
+    // Text that is not JSON, nested too deep, is refused for its depth too; shallow, as not JSON.
+    const broken = yield* send("chat/completions", `{"messages":${nested(3_000)}`)
+    expect(broken.status).toBe(400)
+    expect(JSON.parse(broken.text).error).toMatchObject({ message: TOO_DEEP, param: null })
+    const garbage = yield* send("chat/completions", `{"messages":`)
+    expect(garbage.status).toBe(400)
+    expect(JSON.parse(garbage.text).error.message).toBe("the request body is not JSON")
+    const healthy = yield* send("chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+    expect(healthy.status).toBe(200)
+    expect(JSON.parse(healthy.text).choices[0].message.content).toBe("ok")
+  })
+
+const answerOf = (response: Response) =>
+  Effect.promise(async () => ({ status: response.status, text: await response.text() }))
+
+describe("a rollout's endpoint and bodies nested too deep", () => {
+  it.effect("RolloutFetch: a 400 naming the field, at any depth", () =>
+    Rollout.run(
+      policy,
+      Effect.gen(function* () {
+        const fetch = yield* RolloutFetch.fetch()
+        yield* refusesEveryDeepBody((path, body) =>
+          Effect.flatMap(
+            Effect.promise(() => fetch(`${RolloutFetch.BASE_URL}/${path}`, { method: "POST", body })),
+            answerOf
+          )
+        )
+      })
+    )
+  )
+
+  it.layer(RolloutGateway.layer())((it) => {
+    it.effect("the gateway: a 400 naming the field, at any depth", () =>
+      Rollout.run(
+        policy,
+        RolloutGateway.withEndpoint((endpoint) =>
+          refusesEveryDeepBody((path, body) =>
+            Effect.flatMap(
+              Effect.promise(() =>
+                fetch(`${endpoint.baseUrl}/${path}`, {
+                  method: "POST",
+                  headers: {
+                    authorization: `Bearer ${Redacted.value(endpoint.apiKey)}`,
+                    "content-type": "application/json"
+                  },
+                  body
+                })
+              ),
+              answerOf
+            )
+          )
+        )
+      )
+    )
+  })
+})
