@@ -146,12 +146,19 @@ const MathHandlers = MathToolkit.toLayer({ add: ({ a, b }) => Effect.succeed(a +
 const Fruit = Schema.Struct({ fruit: Schema.Literal("apple", "pear") })
 
 /**
- * `@effect/ai-openai`'s `OpenAiLanguageModel`: `generateText` with a `Toolkit` (the call required), then
- * `generateObject` with a Schema.
+ * `@effect/ai-openai`'s `OpenAiLanguageModel`: `generateText` with a system prompt and a `Toolkit` (the call
+ * required), then `generateObject` with a Schema.
  */
 export const effectAi = (connection: Connection) =>
   Effect.gen(function* () {
-    const text = yield* LanguageModel.generateText({ prompt: QUESTION, toolkit: MathToolkit, toolChoice: "required" })
+    const text = yield* LanguageModel.generateText({
+      prompt: [
+        { role: "system", content: SYSTEM },
+        { role: "user", content: QUESTION }
+      ],
+      toolkit: MathToolkit,
+      toolChoice: "required"
+    })
     const object = yield* LanguageModel.generateObject({ prompt: "A fruit?", schema: Fruit, objectName: "fruit" })
     return {
       calls: text.toolCalls.map((call) => call.name),
