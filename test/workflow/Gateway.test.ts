@@ -11,7 +11,6 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as TestServices from "effect/TestServices"
 import OpenAI from "openai"
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions"
 import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
@@ -41,8 +40,9 @@ const fixed = (name: string, content: string) =>
       } as unknown as ChatCompletion)
   })
 
-/** A policy whose completions never come. */
-const stuck = Policy.make({ name: "stuck", complete: () => Effect.never })
+/** A policy whose completions never come; it completes `arrived` when a request reaches it. */
+const stuck = (arrived: Deferred.Deferred<void>) =>
+  Policy.make({ name: "stuck", complete: () => Effect.zipRight(Deferred.succeed(arrived, undefined), Effect.never) })
 
 const post = (url: string, key: string | undefined, body: unknown) =>
   Effect.promise(async () => {
@@ -212,21 +212,25 @@ describe("RolloutGateway", () => {
         expect((yield* post(`${endpoint.baseUrl}/chat/completions`, "sk-guess", ask)).status).toBe(401)
         expect(finished.trajectory.messages_and_choices.filter(isChoice)).toHaveLength(1)
 
-        // A request in flight when its rollout ends is answered 410 too.
+        // A request in flight when its rollout ends is answered 410 too: the rollout ends once the request has
+        // reached the policy (which never answers). Checked: answering it as an agent that hung up (no answer)
+        // in gateway.ts fails here.
+        const arrived = yield* Deferred.make<void>()
         const inFlight = yield* Rollout.run(
-          stuck,
+          stuck(arrived),
           RolloutGateway.withEndpoint((endpoint) =>
             Effect.gen(function* () {
               const fiber = yield* Effect.fork(
                 post(`${endpoint.baseUrl}/chat/completions`, Redacted.value(endpoint.apiKey), ask)
               )
-              yield* TestServices.provideLive(Effect.sleep("200 millis"))
+              yield* Deferred.await(arrived)
               return fiber
             })
           )
         )
         const answer = yield* Fiber.join(inFlight.value)
         expect(answer.status).toBe(410)
+        expect(JSON.parse(answer.text).error).toMatchObject({ code: "rollout_ended" })
       })
     )
 
