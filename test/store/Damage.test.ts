@@ -4,7 +4,8 @@
  * inside a checkpoint's weights (pages still valid, so SQLite sees nothing): the full check names the
  * checkpoint, loading it is an error naming the model and step, and sampling it through the real server is
  * an error naming it, never garbage sampled. A backup taken while a server trains and samples restores into a
- * directory that passes the full check and serves what the original had.
+ * directory that passes the full check, and the real server on it serves what the original had: the same
+ * checkpoints, each with the same greedy answer and logprobs.
  */
 import { spawnSync } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from "node:fs"
@@ -23,7 +24,6 @@ import * as Backup from "../../src/local/store/Backup.js"
 import { Checkpoints } from "../../src/local/store/Checkpoints.js"
 import * as Database from "../../src/local/store/Database.js"
 import * as Integrity from "../../src/local/store/Integrity.js"
-import { Models } from "../../src/local/store/Models.js"
 import * as Store from "../../src/local/store/Store.js"
 import * as Gather from "../../src/workflow/Gather.js"
 import * as Policy from "../../src/workflow/Policy.js"
@@ -210,63 +210,111 @@ describe("the command: check, backup, and serve refusing a damaged database", ()
   )
 })
 
-describe("backups", () => {
-  it.live("a backup taken while the server trains and samples restores and passes the full check", () =>
-    Effect.gen(function* () {
-      const dataDir = fresh()
-      const backups = fresh()
-      const restored = fresh()
-      yield* Effect.gen(function* () {
-        const { url } = yield* LocalBackend.LocalBackend
-        const client = new OpenAI({ apiKey: API_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
-        // Load: completions sampling, and models written, while backups are taken.
-        const sampling = Effect.forEach(
-          Array.from({ length: 12 }, (_, i) => i),
-          (i) =>
-            Effect.promise(() =>
-              client.responses.create({ model: "effect-rl/tiny", input: `question ${i}`, max_output_tokens: 16 })
-            ),
-          { concurrency: 4 }
-        )
-        // A training step's job, submitted and followed while the backups run.
-        const training = Effect.gen(function* () {
-          const policy = yield* Policy.trainable({ project: "p", name: "trained", base_model: "effect-rl/tiny" })
-          const groups = yield* Gather.groups({
-            policy,
-            scenarios: ["a", "b"],
-            rolloutsPerGroup: 4,
-            rollout: pick,
-            reward
-          })
-          return yield* Trainer.train(
-            policy,
-            groups.map((g) => g.group)
-          )
+/** A data directory's database replaced by the bytes of a backup (a restore, as a user does it). */
+const restore = (backup: string, dataDir: string) => {
+  const fd = openSync(Database.filename(dataDir), "w", 0o600)
+  writeSync(fd, readFileSync(backup))
+  closeSync(fd)
+}
+
+/**
+ * What the real server on `dataDir` serves: every checkpoint `GET /v1/models` lists, each with its greedy answer
+ * to one question and the answer's logprobs (which differ wherever the weights do).
+ */
+const served = (dataDir: string) =>
+  Effect.gen(function* () {
+    const { url } = yield* LocalBackend.LocalBackend
+    const client = new OpenAI({ apiKey: API_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+    const listed = yield* Effect.promise(() => client.models.list())
+    const checkpoints = listed.data.map((m) => m.id).filter((id) => id.startsWith("wandb-artifact:"))
+    const answers = yield* Effect.forEach(checkpoints, (model) =>
+      Effect.promise(() =>
+        client.chat.completions.create({
+          model,
+          messages: [{ role: "user", content: "what did you keep?" }],
+          max_completion_tokens: 6,
+          temperature: 0,
+          logprobs: true
         })
-        // Models written, each followed by a backup, while the sampling and the training run.
-        const writing = Effect.forEach([1, 2, 3], (i) =>
-          Effect.zipRight(createModel(url, `m${i}`), Backup.write(dataDir, join(backups, `b${i}.sqlite`)))
+      ).pipe(
+        Effect.map(
+          ({ choices: [choice] }) => [model, { content: choice!.message.content, logprobs: choice!.logprobs }] as const
         )
-        const [, written, trained] = yield* Effect.all([sampling, writing, training], { concurrency: "unbounded" })
-        expect(trained.step).toBe(1)
-        expect(written.map((w) => w.bytes > 0)).toEqual([true, true, true])
-        // A backup never overwrites.
-        const again = yield* Effect.either(Backup.write(dataDir, join(backups, "b1.sqlite")))
-        expect(Either.isLeft(again) && again.left.reason).toBe("Exists")
-      }).pipe(Effect.provide(Backend.local({ dataDir, apiKey: Redacted.make(API_KEY) })), Effect.scoped)
-      // The last backup, restored as a data directory's database: the full check passes, the models are there.
-      const last = readFileSync(join(backups, "b3.sqlite"))
-      const target = Database.filename(restored)
-      const fd = openSync(target, "w", 0o600)
-      writeSync(fd, last)
-      closeSync(fd)
-      expect((yield* Integrity.check(target, "full"))._tag).toBe("Ok")
-      const models = yield* Effect.flatMap(Models, (m) => m.list).pipe(
-        Effect.provide(Store.layer({ dataDir: restored })),
-        Effect.scoped
       )
-      expect(models.map((m) => m.name)).toContain("m3")
-      for (const dir of [dataDir, backups, restored]) rmSync(dir, { recursive: true, force: true })
-    })
+    )
+    return new Map(answers)
+  }).pipe(Effect.provide(backend(dataDir)), Effect.scoped)
+
+describe("backups", () => {
+  it.live(
+    "a backup taken while the server trains and samples restores, passes the full check, serves as the original",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = fresh()
+        const backups = fresh()
+        const duringTraining = fresh()
+        const afterTraining = fresh()
+        yield* Effect.gen(function* () {
+          const { url } = yield* LocalBackend.LocalBackend
+          const client = new OpenAI({ apiKey: API_KEY, baseURL: `${url}/v1`, maxRetries: 0 })
+          // Load: completions sampling (their responses stored), and models written, while backups are taken.
+          const sampling = Effect.forEach(
+            Array.from({ length: 12 }, (_, i) => i),
+            (i) =>
+              Effect.promise(() =>
+                client.responses.create({ model: "effect-rl/tiny", input: `question ${i}`, max_output_tokens: 16 })
+              ),
+            { concurrency: 4 }
+          )
+          // A training step's job, submitted and followed while the backups run.
+          const training = Effect.gen(function* () {
+            const policy = yield* Policy.trainable({ project: "p", name: "trained", base_model: "effect-rl/tiny" })
+            const groups = yield* Gather.groups({
+              policy,
+              scenarios: ["a", "b"],
+              rolloutsPerGroup: 4,
+              rollout: pick,
+              reward
+            })
+            return yield* Trainer.train(
+              policy,
+              groups.map((g) => g.group)
+            )
+          })
+          // Models written, each followed by a backup, while the sampling and the training run.
+          const writing = Effect.forEach([1, 2, 3], (i) =>
+            Effect.zipRight(createModel(url, `m${i}`), Backup.write(dataDir, join(backups, `b${i}.sqlite`)))
+          )
+          const [, written, trained] = yield* Effect.all([sampling, writing, training], { concurrency: "unbounded" })
+          expect(trained.step).toBe(1)
+          expect(written.map((w) => w.bytes > 0)).toEqual([true, true, true])
+          // One more once the step is trained (its checkpoint in it), while the server samples.
+          yield* Effect.all([sampling, Backup.write(dataDir, join(backups, "b4.sqlite"))], { concurrency: "unbounded" })
+          // A backup never overwrites.
+          const again = yield* Effect.either(Backup.write(dataDir, join(backups, "b1.sqlite")))
+          expect(Either.isLeft(again) && again.left.reason).toBe("Exists")
+        }).pipe(Effect.provide(Backend.local({ dataDir, apiKey: Redacted.make(API_KEY) })), Effect.scoped)
+        // The last backup taken while training, and the one after it, each restored as a data directory's database:
+        // the full check passes.
+        restore(join(backups, "b3.sqlite"), duringTraining)
+        restore(join(backups, "b4.sqlite"), afterTraining)
+        for (const dir of [duringTraining, afterTraining]) {
+          expect((yield* Integrity.check(Database.filename(dir), "full"))._tag).toBe("Ok")
+        }
+        // The real server on each serves what the original serves: the same checkpoints (all of them after the
+        // training; those written before the backup during it, m3 among them), each with the same greedy answer
+        // and logprobs.
+        const original = yield* served(dataDir)
+        const trained = [...original.keys()].filter((model) => model.endsWith("/trained:step1"))
+        expect(trained).toHaveLength(1)
+        // The trained step answers otherwise than its step 0: the comparison covers the trained weights.
+        expect(original.get(trained[0]!)).not.toStrictEqual(original.get(trained[0]!.replace(/step1$/, "step0")))
+        expect(yield* served(afterTraining)).toStrictEqual(original)
+        const restoredDuring = yield* served(duringTraining)
+        expect([...restoredDuring.keys()].some((model) => model.endsWith("/m3:step0"))).toBe(true)
+        for (const [model, answer] of restoredDuring) expect(answer).toStrictEqual(original.get(model))
+        for (const dir of [dataDir, backups, duringTraining, afterTraining])
+          rmSync(dir, { recursive: true, force: true })
+      })
   )
 })
