@@ -12,10 +12,14 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as LocalBackend from "../../src/LocalBackend.js"
+import { Checkpoints } from "../../src/local/store/Checkpoints.js"
 import { freeBytes } from "../../src/local/store/DiskSpace.js"
 import * as Integrity from "../../src/local/store/Integrity.js"
+import { Models } from "../../src/local/store/Models.js"
+import * as Store from "../../src/local/store/Store.js"
 import { API_KEY } from "../support/clients.js"
 
 /** Mounts a tmpfs of `size` on a new directory: the directory, or undefined where mounting is refused. */
@@ -52,6 +56,15 @@ const fill = (dir: string, leave: number): string => {
 }
 
 const quickCheck = (file: string) => Effect.runPromise(Integrity.check(file, "quick")).then((result) => result._tag)
+
+/** The step of the last checkpoint the store of `dataDir` holds of the model named `name`. */
+const latestStep = (dataDir: string, name: string) =>
+  Effect.gen(function* () {
+    const model = (yield* Effect.flatMap(Models, (models) => models.list)).find((m) => m.name === name)
+    expect(model, `no model ${name}`).toBeDefined()
+    const latest = yield* Effect.flatMap(Checkpoints, (checkpoints) => checkpoints.latest(model!.id))
+    return Option.getOrThrow(latest).step
+  }).pipe(Effect.provide(Store.layer({ dataDir })), Effect.scoped, Effect.orDie, Effect.runPromise)
 
 const post = (url: string, path: string, body: unknown) =>
   Effect.promise(async () => {
@@ -158,20 +171,27 @@ describe("a full disk", () => {
         expect(sentence).not.toContain("try again later")
         expect(full.stderr).not.toMatch(/\n\s+at /)
         expect(await quickCheck(join(dataDir, "effect-rl.sqlite"))).toBe("Ok")
-        // Space back: the same directory trains on from its last checkpoint to the end.
+        // Space back: the same directory trains on from the last checkpoint the first run saved (a step past 0:
+        // the disk holds a few) to the last step.
         execFileSync("mount", ["-o", "remount,size=64m", mount])
+        const saved = await latestStep(dataDir, "disk")
+        expect(saved).toBeGreaterThan(0)
+        expect(saved).toBeLessThan(6)
         const again = train()
         expect(again.status, again.stderr).toBe(0)
-        expect(again.stdout).toMatch(/training loop: from step [1-9]\d* to 6|summary: /)
+        const loops = again.stdout.match(/training loop: from step \d+ to \d+/g)
+        expect(loops).toStrictEqual([`training loop: from step ${saved} to 6`])
         const summary = JSON.parse(
           again.stdout
             .split("\n")
             .find((l) => l.startsWith("summary: "))!
             .slice(9)
         ) as {
-          readonly model: string
+          readonly steps: number
         }
-        expect(summary.model).toMatch(/\/disk:step\d+$/)
+        expect(summary.steps).toBe(6 - saved)
+        expect(again.stdout).toContain("latest checkpoint: wandb-artifact:///local/examples/disk:step6")
+        expect(await latestStep(dataDir, "disk")).toBe(6)
       } finally {
         unmount(mount)
       }
