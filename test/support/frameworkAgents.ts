@@ -36,17 +36,43 @@ export interface Connection {
 /** A request an agent sent: its path and the status it got. */
 export type Sent = readonly [path: string, status: number]
 
-/** A `fetch` that records each request's path and status in `sent`. */
+/** A `fetch` that records each request's path and status in `sent`, and each JSON answer's body in `answers`. */
 export const counting = (
   sent: Array<Sent>,
-  inner: typeof globalThis.fetch = globalThis.fetch
+  inner: typeof globalThis.fetch = globalThis.fetch,
+  answers: Array<Answer> = []
 ): typeof globalThis.fetch =>
   (async (input: string | URL | Request, init?: RequestInit) => {
     const response = await inner(input, init)
     const url = input instanceof Request ? input.url : String(input)
     sent.push([new URL(url).pathname, response.status])
+    if ((response.headers.get("content-type") ?? "").startsWith("application/json")) {
+      answers.push((await response.clone().json()) as Answer)
+    }
     return response
   }) as typeof globalThis.fetch
+
+/** A JSON answer an agent got (a `Response` of the Responses API, or an error), as sent. */
+export interface Answer {
+  readonly output?: ReadonlyArray<{
+    readonly type: string
+    readonly content?: ReadonlyArray<{ readonly type: string; readonly text?: string }>
+    readonly arguments?: string
+  }>
+}
+
+/** An answer's output text: its messages' `output_text` parts, joined. */
+export const outputText = (answer: Answer | undefined): string =>
+  (answer?.output ?? [])
+    .flatMap((item) => (item.type === "message" ? (item.content ?? []) : []))
+    .map((part) => (part.type === "output_text" ? (part.text ?? "") : ""))
+    .join("")
+
+/** An answer's function calls' arguments, parsed. */
+export const callArguments = (answer: Answer | undefined): Array<unknown> =>
+  (answer?.output ?? []).flatMap((item) =>
+    item.type === "function_call" ? [JSON.parse(item.arguments ?? "null") as unknown] : []
+  )
 
 /** The system prompt of every agent. */
 export const SYSTEM = "You add numbers with the add tool."
@@ -61,10 +87,11 @@ const Add = z.object({ a: z.number().int(), b: z.number().int() })
  */
 export const aiSdk = async (connection: Connection) => {
   const sent: Array<Sent> = []
+  const answers: Array<Answer> = []
   const openai = createOpenAI({
     baseURL: connection.baseURL,
     apiKey: connection.apiKey,
-    fetch: counting(sent, connection.fetch)
+    fetch: counting(sent, connection.fetch, answers)
   })
   const executed: Array<z.infer<typeof Add>> = []
   const add = tool({
@@ -87,6 +114,7 @@ export const aiSdk = async (connection: Connection) => {
   })
   return {
     sent,
+    answers,
     executed,
     steps: result.steps.map((step) => ({
       finishReason: step.finishReason,
@@ -103,11 +131,12 @@ export const aiSdk = async (connection: Connection) => {
  */
 export const openAiAgents = async (connection: Connection) => {
   const sent: Array<Sent> = []
+  const answers: Array<Answer> = []
   const client = new OpenAI({
     baseURL: connection.baseURL,
     apiKey: connection.apiKey,
     maxRetries: 0,
-    fetch: counting(sent, connection.fetch)
+    fetch: counting(sent, connection.fetch, answers)
   })
   const executed: Array<z.infer<typeof Add>> = []
   const add = agentsTool({
@@ -130,6 +159,7 @@ export const openAiAgents = async (connection: Connection) => {
   const result = await runner.run(agent, QUESTION, { maxTurns: 6 })
   return {
     sent,
+    answers,
     executed,
     items: result.newItems.map((item) => item.type),
     finalOutput: result.finalOutput
@@ -149,8 +179,10 @@ const Fruit = Schema.Struct({ fruit: Schema.Literal("apple", "pear") })
  * `@effect/ai-openai`'s `OpenAiLanguageModel`: `generateText` with a system prompt and a `Toolkit` (the call
  * required), then `generateObject` with a Schema.
  */
-export const effectAi = (connection: Connection) =>
-  Effect.gen(function* () {
+export const effectAi = (connection: Connection) => {
+  const sent: Array<Sent> = []
+  const answers: Array<Answer> = []
+  return Effect.gen(function* () {
     const text = yield* LanguageModel.generateText({
       prompt: [
         { role: "system", content: SYSTEM },
@@ -161,7 +193,10 @@ export const effectAi = (connection: Connection) =>
     })
     const object = yield* LanguageModel.generateObject({ prompt: "A fruit?", schema: Fruit, objectName: "fruit" })
     return {
+      sent,
+      answers,
       calls: text.toolCalls.map((call) => call.name),
+      params: text.toolCalls.map((call) => call.params),
       results: text.toolResults.map((result) => result.result),
       fruit: object.value.fruit
     }
@@ -171,13 +206,14 @@ export const effectAi = (connection: Connection) =>
         Layer.provideMerge(MathHandlers),
         Layer.provide(OpenAiClient.layer({ apiKey: Redacted.make(connection.apiKey), apiUrl: connection.baseURL })),
         Layer.provide(
-          connection.fetch === undefined
-            ? FetchHttpClient.layer
-            : FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, connection.fetch)))
+          FetchHttpClient.layer.pipe(
+            Layer.provide(Layer.succeed(FetchHttpClient.Fetch, counting(sent, connection.fetch, answers)))
+          )
         )
       )
     )
   )
+}
 
 const addSchema = {
   type: "object",
@@ -193,13 +229,14 @@ const addSchema = {
  */
 export const langChain = async (connection: Connection) => {
   const sent: Array<Sent> = []
+  const answers: Array<Answer> = []
   const model = new ChatOpenAI({
     model: connection.model,
     apiKey: connection.apiKey,
     useResponsesApi: true,
     maxTokens: 96,
     maxRetries: 0,
-    configuration: { baseURL: connection.baseURL, fetch: counting(sent, connection.fetch) }
+    configuration: { baseURL: connection.baseURL, fetch: counting(sent, connection.fetch, answers) }
   })
   const tools = [
     { type: "function" as const, function: { name: "add", description: "Adds two integers", parameters: addSchema } }
@@ -212,5 +249,11 @@ export const langChain = async (connection: Connection) => {
   const second = await model
     .bindTools(tools)
     .invoke([...messages, first, new ToolMessage({ tool_call_id: call.id ?? "", content: String(args.a + args.b) })])
-  return { sent, call: call.name, args, second: { text: second.text, calls: second.tool_calls?.length ?? 0 } }
+  return {
+    sent,
+    answers,
+    call: call.name,
+    args,
+    second: { text: second.text, calls: second.tool_calls?.length ?? 0 }
+  }
 }
