@@ -10,7 +10,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
-import type { ResponseCreateParamsNonStreaming, ResponseStreamEvent } from "openai/resources/responses/responses"
+import type {
+  ResponseCreateParamsNonStreaming,
+  ResponseInputItem,
+  ResponseStreamEvent
+} from "openai/resources/responses/responses"
 import * as LocalBackend from "../../src/LocalBackend.js"
 import { LONG_CONTEXT_MODEL } from "../../src/local/server/internal/baseModels.js"
 import { API_KEY } from "../support/clients.js"
@@ -299,19 +303,30 @@ describe("the Responses API of the embedded backend, through the openai SDK", ()
         const desc = yield* run(() => client.responses.inputItems.list(second.id, { limit: 1 }))
         expect(desc.data.map((item) => item.id)).toEqual([items.data[1]!.id])
         expect(desc.has_more).toBe(true)
-        // An output item is referred to by id in a later request.
-        const reference = yield* run(() =>
-          client.responses.create({
-            model: MODEL,
-            input: [
-              { role: "user", content: "one" },
-              { type: "item_reference", id: first.output[0]!.id! },
-              { role: "user", content: "again" }
-            ],
-            max_output_tokens: 4
-          })
-        )
-        expect(reference.status).not.toBe("failed")
+        // An output item referred to by id in a later request is what the model gets in its place: the same
+        // input and (seeded) the same answer as with the item written out, and stored as the item it names.
+        const around = (item: ResponseInputItem) =>
+          run(() =>
+            client.responses.create({
+              model: MODEL,
+              input: [{ role: "user", content: "one" }, item, { role: "user", content: "again" }],
+              max_output_tokens: 4,
+              ...seeded(3)
+            })
+          )
+        const referenced = first.output[0]!
+        if (referenced.type !== "message") throw new Error("expected a message")
+        const reference = yield* around({ type: "item_reference", id: referenced.id })
+        const written = yield* around({ role: "assistant", content: first.output_text })
+        expect(reference.usage!.input_tokens).toBe(written.usage!.input_tokens)
+        expect(reference.output_text).toBe(written.output_text)
+        const referenceItems = yield* run(() => client.responses.inputItems.list(reference.id, { order: "asc" }))
+        expect(referenceItems.data[1]).toMatchObject({
+          type: "message",
+          id: referenced.id,
+          role: "assistant",
+          content: referenced.content
+        })
         const deleted = yield* run(() => client.responses.delete(first.id))
         expect(deleted).toMatchObject({ id: first.id, deleted: true })
         expect(yield* Effect.promise(() => caught(client.responses.retrieve(first.id)))).toBeInstanceOf(
