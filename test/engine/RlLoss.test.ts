@@ -53,6 +53,19 @@ describe("advantages", () => {
     ])
   })
 
+  it("gives a constant added to every reward no weight: the std is taken from the deviations", () => {
+    // [0, 1, 3]: mean 4/3, deviations -4/3, -1/3, 5/3, population variance 14/9. Shifted by 1e6, the mean is
+    // not a double (1000001.333...); a variance taken as mean(r^2) - mean^2 would be off by ~1e-4 there.
+    const std = Math.sqrt(14 / 9)
+    const shifted = groupAdvantages([1e6, 1e6 + 1, 1e6 + 3], true)
+    expect(shifted.std).toBeCloseTo(std, 9)
+    close(shifted.advantages, [-4 / 3 / (std + 1e-6), -1 / 3 / (std + 1e-6), 5 / 3 / (std + 1e-6)], 8)
+  })
+
+  it("an empty group has no advantages and is not trainable", () => {
+    expect(groupAdvantages([], true)).toStrictEqual({ advantages: [], trainable: false, mean: 0, std: 0 })
+  })
+
   it("skips a group whose rewards are all equal, and a group of one", () => {
     const flat = groupAdvantages([0.1, 0.1, 0.1], true)
     expect(flat.trainable).toBe(false)
@@ -99,6 +112,33 @@ describe("settings", () => {
     const config: ExperimentalConfig = { normalize_advantages: true, some_future_knob: 3 }
     expect(lossSettings(config).ppo).toBe(false)
     expect(() => lossSettings({ advantage_balance: 1.5 })).toThrow(/advantage_balance must be in \[-1, 1\]/)
+    expect(() => lossSettings({ advantage_balance: -1.5 })).toThrow(/advantage_balance must be in \[-1, 1\]/)
+    expect(lossSettings({ advantage_balance: 1 }).advantageBalance).toBe(1)
+    expect(lossSettings({ advantage_balance: -1 }).advantageBalance).toBe(-1)
+  })
+
+  it("refuses an importance_sampling_level it does not know", () => {
+    // Past the schema (which names the four levels), as a config built in code could be.
+    const config = { importance_sampling_level: "tokens" } as unknown as ExperimentalConfig
+    expect(() => lossSettings(config)).toThrow(/importance_sampling_level: unknown level tokens/)
+  })
+
+  it("a knob of M, tau or U set to 0 or null is off", () => {
+    const off = lossSettings({})
+    expect(
+      lossSettings({
+        max_negative_advantage_importance_sampling_weight: 0,
+        kimi_k2_tau: 0,
+        truncated_importance_sampling: 0
+      })
+    ).toStrictEqual(off)
+    expect(
+      lossSettings({
+        max_negative_advantage_importance_sampling_weight: null,
+        kimi_k2_tau: null,
+        truncated_importance_sampling: null
+      })
+    ).toStrictEqual(off)
   })
 })
 
@@ -166,6 +206,20 @@ describe("PPO and CISPO clipping", () => {
     close(wide.grad, [0, -1.5])
   })
 
+  it("PPO: a ratio on a clip bound keeps its gradient (a ratio of exactly 1, epsilon or epsilon_high 0)", () => {
+    // Missing old logprobs: rho = 1, on the lower bound with epsilon 0, on the upper one with epsilon_high 0.
+    // min(rho A, clip(rho) A) has both branches' derivative -A there (clamp passes its gradient at a bound).
+    const onPolicy = input(1, { oldLogprobs: [Number.NaN, Number.NaN, Number.NaN] })
+    for (const config of [
+      { ppo: true, epsilon: 0, epsilon_high: 0.2 },
+      { ppo: true, epsilon: 0.2, epsilon_high: 0 }
+    ]) {
+      const o = sequenceLoss(onPolicy, settings(config))
+      close(o.perToken, [0, -1, -1])
+      close(o.grad, [0, -1, -1])
+    }
+  })
+
   it("CISPO: -stopgrad(clip(rho, 1 - eps, 1 + eps_high)) * A * l_new", () => {
     const o = sequenceLoss(input(2), settings({}))
     // clip(1.1, 0, 5) = 1.1, clip(0.7, 0, 5) = 0.7
@@ -186,6 +240,29 @@ describe("ratio and advantage modifiers", () => {
     close(o.grad, [0, 0, -0.7])
     const cispo = sequenceLoss(input(-1), settings({ max_negative_advantage_importance_sampling_weight: 0.9 }))
     close(cispo.grad, [0, 0.9, 0.7])
+  })
+
+  it("max_negative_advantage_importance_sampling_weight: a ratio equal to M keeps its gradient", () => {
+    // On-policy tokens (old logprobs missing: rho = 1) under M = 1: min(rho, M) passes the gradient at rho = M.
+    const o = sequenceLoss(
+      input(1, { oldLogprobs: [Number.NaN, Number.NaN, Number.NaN] }),
+      settings({ ppo: true, max_negative_advantage_importance_sampling_weight: 1 })
+    )
+    close(o.ratios, [0, 1, 1])
+    close(o.grad, [0, -1, -1])
+  })
+
+  it("mask_prob_ratio: the interval is open; a ratio on a bound is masked", () => {
+    const onPolicy = input(1, { oldLogprobs: [Number.NaN, Number.NaN, Number.NaN] })
+    for (const config of [
+      { ppo: true, mask_prob_ratio: true, epsilon: 0, epsilon_high: 0.2 },
+      { ppo: true, mask_prob_ratio: true, epsilon: 0.2, epsilon_high: 0 }
+    ]) {
+      const o = sequenceLoss(onPolicy, settings(config))
+      close(o.ratios, [0, 0, 0])
+      close(o.perToken, [0, 0, 0])
+      close(o.grad, [0, 0, 0])
+    }
   })
 
   it("mask_prob_ratio: tokens whose ratio leaves (1 - eps, 1 + eps_high) are zeroed", () => {
@@ -234,6 +311,47 @@ describe("ratio and advantage modifiers", () => {
     // factors: min(3, 2) = 2 and min(0.5, 2) = 0.5
     close(o.perToken, [0, -1.1 * 2, -0.7 * 0.5])
     close(o.grad, [0, -1.1 * 2, -0.7 * 0.5])
+  })
+})
+
+describe("truncated importance sampling and empty trajectories", () => {
+  it("truncated_importance_sampling without recomputed old logprobs scales by the detached min(rho, U)", () => {
+    const o = sequenceLoss(input(1), settings({ ppo: true, truncated_importance_sampling: 1 }))
+    // factors: min(1.1, 1) = 1 and min(0.7, 1) = 0.7
+    close(o.perToken, [0, -1.1, -0.7 * 0.7])
+    close(o.grad, [0, -1.1, -0.7 * 0.7])
+    expect(o.loss).toBeCloseTo(-1.1 - 0.49, 12)
+  })
+
+  it("truncated_importance_sampling scales CISPO's loss and gradient too", () => {
+    const original = [Number.NaN, -1 - Math.log(3), -2 + Math.log(2)]
+    const o = sequenceLoss(
+      input(2, { originalLogprobs: original, weight: 0.5 }),
+      settings({ truncated_importance_sampling: 2 })
+    )
+    // factors 2 and 0.5; CISPO's clip(1.1, 0, 5) = 1.1 and clip(0.7, 0, 5) = 0.7
+    const l1 = -1.1 * 2 * lNew[1]! * 2
+    const l2 = -0.7 * 2 * lNew[2]! * 0.5
+    close(o.perToken, [0, l1, l2])
+    expect(o.loss).toBeCloseTo(0.5 * (l1 + l2), 12)
+    close(o.grad, [0, 0.5 * -1.1 * 2 * 2, 0.5 * -0.7 * 2 * 0.5])
+  })
+
+  it("a trajectory without assistant tokens adds nothing to the batch", () => {
+    const none: SequenceLossInput = {
+      newLogprobs: [-1, -2],
+      oldLogprobs: [-1.5, -2],
+      mask: [0, 0],
+      advantage: 1,
+      weight: 1
+    }
+    const o = sequenceLoss(none, settings({ ppo: true }))
+    expect([o.loss, o.tokens]).toEqual([0, 0])
+    close(o.grad, [0, 0])
+    const both = batchLoss([input(1), none], settings({ ppo: true }))
+    expect(both.tokens).toBe(2)
+    expect(both.loss).toBeCloseTo(-1.8 / (2 + 1e-6), 12)
+    close(both.grads[1]!, [0, 0])
   })
 })
 
