@@ -110,14 +110,17 @@ export interface SummaryLine {
   readonly model: string
 }
 
-/** The summary line's figures for an outcome (rewards are the training groups' mean reward per step). */
+/** A reward as the summary line shows it: four decimals (`0.1917`, not `0.19166666666666657`). */
+const rounded = (reward: number) => Math.round(reward * 10_000) / 10_000
+
+/** The summary line's figures for an outcome (rewards are the training groups' mean reward per step, rounded). */
 export const summaryLine = (outcome: Outcome, seconds: number, model: string): SummaryLine => {
   const rewards = outcome.summary.steps.map((s) => s.train.reward ?? 0)
   const last3 = rewards.slice(-3)
   return {
     steps: rewards.length,
-    first_reward: rewards[0] ?? null,
-    last3_reward: last3.length === 0 ? null : last3.reduce((a, b) => a + b, 0) / last3.length,
+    first_reward: rewards.length === 0 ? null : rounded(rewards[0]!),
+    last3_reward: last3.length === 0 ? null : rounded(last3.reduce((a, b) => a + b, 0) / last3.length),
     seconds: Math.round(seconds * 10) / 10,
     model
   }

@@ -15,7 +15,7 @@
  *   `--cluster`, its rollouts run on that cluster's runners
  * - `effect-rl train-agent "<command>" --scenarios <file.jsonl> [--steps <n>] [--group-size <n>] [--base-model <id>]
  *   [--project <p>] [--model <name>] [--data-dir <dir>] [--concurrency <n>] [--reward <module>] [--timeout <s>]
- *   [--max-failures <n>]`:
+ *   [--max-failures <n>] [--groups-per-step <n>] [--epochs <n>]`:
  *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses
  * - `effect-rl runner --cluster <url> [--agents <module>] [--host <h>] [--port <n>] [--listen-host <h>]
  *   [--capacity <n>]`: a runner of a rollout cluster (`RolloutCluster`), registering the agents of a module
@@ -342,10 +342,21 @@ const trainAgentTable = table(
     ),
     scenarios: text("scenarios", "file").pipe(describe("a JSONL file: one scenario (JSON) per line")),
     steps: positive("steps", "n", "training steps (default 5)"),
+    epochs: positive("epochs", "n", "passes over the scenarios file, instead of --steps"),
+    groupsPerStep: positive(
+      "groups-per-step",
+      "n",
+      "scenarios a step takes, drawn in a fixed shuffled order (default: the whole file, up to 16 lines); a step " +
+        "runs the agent groups-per-step x group-size times"
+    ),
     groupSize: positive("group-size", "n", "rollouts per scenario and step (default 8)"),
     baseModel: text("base-model", "name").pipe(
       Options.optional,
-      describe("the base model to train (default: EFFECT_RL_BASE_MODEL, else the backend's)")
+      describe(
+        "the base model to train (default: EFFECT_RL_BASE_MODEL, else effect-rl/base-2k on the embedded backend, " +
+          "whose 2,048-token context fits an agent's tools; its tokens are bytes, so a tool call needs max_tokens of at " +
+          "least its shortest JSON, ~70 for a small tool)"
+      )
     ),
     project: text("project", "name").pipe(
       Options.optional,
@@ -359,7 +370,7 @@ const trainAgentTable = table(
     ),
     concurrency: positive("concurrency", "n", "agent processes running at once (default 16)"),
     reward: Options.file("reward", { exists: "yes" }).pipe(
-      Options.withPseudoName("file"),
+      Options.withPseudoName("module"),
       Options.optional,
       describe(
         "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
@@ -389,7 +400,9 @@ const trainAgent = Command.make("train-agent", trainAgentTable.config, (flags) =
         concurrency: Option.getOrUndefined(flags.concurrency),
         reward: Option.getOrUndefined(flags.reward),
         timeout: Option.getOrUndefined(flags.timeout),
-        maxFailures: Option.getOrUndefined(flags.maxFailures)
+        maxFailures: Option.getOrUndefined(flags.maxFailures),
+        groupsPerStep: Option.getOrUndefined(flags.groupsPerStep),
+        epochs: Option.getOrUndefined(flags.epochs)
       })
   )
 ).pipe(Command.withDescription(trainAgentTable.help.description))

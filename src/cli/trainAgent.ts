@@ -38,10 +38,34 @@ export interface TrainAgentFlags {
   readonly timeout: number | undefined
   /** Failed runs of the agent tolerated per step (default 0: the first failure stops the run). */
   readonly maxFailures?: number | undefined
+  /** Scenarios (groups) per step (default: the whole file up to {@link DEFAULTS}' `groupsPerStep`). */
+  readonly groupsPerStep?: number | undefined
+  /** Passes over the scenarios file: the steps it takes (instead of `steps`). */
+  readonly epochs?: number | undefined
 }
 
-/** The defaults: steps, rollouts per scenario, rollouts in flight. */
-export const DEFAULTS = { steps: 5, groupSize: 8, concurrency: 16 } as const
+/**
+ * The defaults: steps, rollouts per scenario, rollouts in flight, and the most scenarios a step takes when
+ * `--groups-per-step` is not given (a file of up to that many lines runs whole every step).
+ */
+export const DEFAULTS = { steps: 5, groupSize: 8, concurrency: 16, groupsPerStep: 16 } as const
+
+/**
+ * How many scenarios a step takes and how many steps run: `--groups-per-step` (default: the whole file, up to
+ * {@link DEFAULTS}' `groupsPerStep`), and `--steps` or `--epochs` (passes over the file: each epoch's steps take
+ * every scenario once, the last step of an epoch sharing its groups with the next epoch's first when the
+ * groups per step do not divide the file), else {@link DEFAULTS}' steps.
+ */
+export const plan = (
+  lines: number,
+  flags: Pick<TrainAgentFlags, "steps" | "epochs" | "groupsPerStep">
+): { readonly groupsPerStep: number; readonly steps: number | undefined } => {
+  const groupsPerStep = flags.groupsPerStep ?? Math.min(lines, DEFAULTS.groupsPerStep)
+  return {
+    groupsPerStep,
+    steps: flags.epochs === undefined ? flags.steps : Math.ceil((flags.epochs * lines) / groupsPerStep)
+  }
+}
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -115,10 +139,40 @@ export const tooManyFailures = (error: Gather.GatherError): string => {
   )
 }
 
+const quote = (text: string) => (/^[\w./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`)
+
+/**
+ * The same run's command for the hosted service, as the report's advice gives it: every flag given but the
+ * embedded backend's own (`--data-dir`) and `--base-model` (the advice sets `EFFECT_RL_BASE_MODEL` to one the
+ * service trains).
+ */
+export const hostedCommand = (flags: TrainAgentFlags): string => {
+  const given: ReadonlyArray<readonly [string, string | number | undefined]> = [
+    ["--scenarios", flags.scenarios],
+    ["--steps", flags.steps],
+    ["--epochs", flags.epochs],
+    ["--groups-per-step", flags.groupsPerStep],
+    ["--group-size", flags.groupSize],
+    ["--project", flags.project],
+    ["--model", flags.model],
+    ["--concurrency", flags.concurrency],
+    ["--reward", flags.reward],
+    ["--timeout", flags.timeout],
+    ["--max-failures", flags.maxFailures]
+  ]
+  return ["effect-rl train-agent", quote(flags.command)]
+    .concat(given.flatMap(([flag, value]) => (value === undefined ? [] : [`${flag} ${quote(String(value))}`])))
+    .join(" ")
+}
+
 /** Runs `train-agent` with `flags`: the loop, its report and the summary line. */
 export const trainAgent = (flags: TrainAgentFlags) =>
   Effect.gen(function* () {
+    if (flags.steps !== undefined && flags.epochs !== undefined) {
+      return yield* usage("pass --steps or --epochs, not both (an epoch is one pass over the scenarios file)")
+    }
     const scenarios = yield* readScenarios(flags.scenarios)
+    const { groupsPerStep, steps } = plan(scenarios.length, flags)
     const reward: Reward<unknown, ExternalAgent.Outcome, ExternalAgent.ExternalAgentError | CliFailure> =
       flags.reward === undefined ? ExternalAgent.reportedReward : yield* loadReward(flags.reward)
     const agent = ExternalAgent.command<unknown>(flags.command)
@@ -126,8 +180,9 @@ export const trainAgent = (flags: TrainAgentFlags) =>
     const example: Example.Example<unknown> = {
       name: "agent",
       description:
-        `The agent \`${flags.command}\` on ${scenarios.length} scenario(s) of ${flags.scenarios}, ${groupSize} ` +
-        `rollouts each per step, its turns recorded through a rollout gateway; reward: ${
+        `The agent \`${flags.command}\` on ${groupsPerStep} of the ${scenarios.length} scenario(s) of ` +
+        `${flags.scenarios} a step, ${groupSize} rollouts each (${groupsPerStep * groupSize} runs a step), its ` +
+        `turns recorded through a rollout gateway; reward: ${
           flags.reward === undefined ? "the agent's report" : `the module ${flags.reward}`
         }.`,
       train: (options) =>
@@ -146,7 +201,7 @@ export const trainAgent = (flags: TrainAgentFlags) =>
               ...(flags.timeout === undefined ? {} : { timeout: `${flags.timeout} seconds` })
             }),
             reward,
-            groupsPerStep: scenarios.length,
+            groupsPerStep,
             rolloutsPerGroup: groupSize,
             steps: options.steps ?? DEFAULTS.steps,
             gather: {
@@ -160,12 +215,11 @@ export const trainAgent = (flags: TrainAgentFlags) =>
           return { summary, policy }
         })
     }
-    const quoted = `'${flags.command.replace(/'/g, `'\\''`)}'`
     return yield* Example.run(example, {
-      ...(flags.steps === undefined ? {} : { steps: flags.steps }),
+      ...(steps === undefined ? {} : { steps }),
       baseModel: flags.baseModel,
       modelName: flags.model,
       ...(flags.dataDir === undefined ? {} : { local: { dataDir: resolve(flags.dataDir) } }),
-      command: `effect-rl train-agent ${quoted} --scenarios ${flags.scenarios}`
+      command: hostedCommand(flags)
     })
   })

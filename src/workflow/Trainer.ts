@@ -222,6 +222,15 @@ const trainedOn = (group: TrajectoryGroup): TrajectoryGroup =>
       }
     : group
 
+/** What the groups' failed rollouts say, for an error: how many, and the first one's type and message. */
+const failuresOf = (groups: ReadonlyArray<TrajectoryGroup>): string => {
+  const failures = groups.flatMap((group) => group.exceptions ?? [])
+  const first = failures[0]
+  if (first === undefined) return ""
+  const count = failures.length === 1 ? "1 rollout failed" : `${failures.length} rollouts failed`
+  return ` (${count}; the first: ${first.type}: ${first.message})`
+}
+
 /**
  * An RL job on the groups, followed to the end; the policy moves to the new step (see the module). A
  * trajectory with the metric `relative_reward` (`Reward.groupRelative`) is trained on that value.
@@ -236,7 +245,7 @@ export const train = Effect.fn("Trainer.train")(function* (
   if (kept.length === 0) {
     return yield* new TrainerError({
       reason: "NothingToTrain",
-      description: `none of the ${groups.length} groups has a trajectory`
+      description: `none of the ${groups.length} groups has a trajectory${failuresOf(groups)}`
     })
   }
   const body: CreateTrainingJob = {

@@ -113,7 +113,15 @@ const PAGES: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
   ["train", ["[<example>]", "[--steps <n>]", "[--data-dir <dir>]", "[--trace <entity/project>]", "[--cluster <url>]"]],
   [
     "train-agent",
-    ["<command>", "--scenarios <file>", "[--group-size <n>]", "[--reward <file>]", "[--timeout <seconds>]"]
+    [
+      "<command>",
+      "--scenarios <file>",
+      "[--group-size <n>]",
+      "[--groups-per-step <n>]",
+      "[--epochs <n>]",
+      "[--reward <module>]",
+      "[--timeout <seconds>]"
+    ]
   ],
   [
     "serve",

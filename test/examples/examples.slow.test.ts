@@ -135,12 +135,18 @@ describe("Example report helpers", () => {
     expect(Example.chart([{ label: "a", value: 0 }], 4)).toBe("a |      0.000")
   })
 
-  it("summaryLine: steps, the first reward, the mean of the last three, seconds to a tenth", () => {
+  it("summaryLine: steps, the first reward, the mean of the last three (to four decimals), seconds to a tenth", () => {
     const outcome = { summary: summaryOf([0.1, 0.2, 0.3, 0.7].map((r, i) => report(i, r))), policy }
     const line = Example.summaryLine(outcome, 12.345, "model-x")
     expect(line.steps).toBe(4)
     expect(line.first_reward).toBe(0.1)
-    expect(line.last3_reward).toBeCloseTo((0.2 + 0.3 + 0.7) / 3, 12)
+    expect(line.last3_reward).toBe(0.4)
+    const thirds = Example.summaryLine(
+      { summary: summaryOf([0.575 / 3, 0.1, 0.2, 0.8].map((r, i) => report(i, r))), policy },
+      1,
+      "m"
+    )
+    expect(thirds).toMatchObject({ first_reward: 0.1917, last3_reward: 0.3667 })
     expect(line.seconds).toBe(12.3)
     expect(line.model).toBe("model-x")
     // Fewer than three steps: the mean of those there are; a step without a reward counts as 0.

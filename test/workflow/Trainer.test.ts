@@ -129,13 +129,20 @@ describe("Trainer on the real backend", () => {
       }).pipe(TestServices.provideLive)
     )
 
-    it.effect("train: groups without trajectories are dropped; none left fails before submitting", () =>
+    it.effect("train: groups without trajectories are dropped; none left fails before submitting, saying why", () =>
       Effect.gen(function* () {
         const policy = yield* Policy.trainable({ project: "trainer", name: "empty", base_model: TINY })
         const error = yield* Effect.flip(
-          Trainer.train(policy, [{ trajectories: [], exceptions: [{ type: "Boom", message: "no" }] }])
+          Trainer.train(policy, [
+            { trajectories: [], exceptions: [{ type: "Boom", message: "no" }] },
+            { trajectories: [], exceptions: [{ type: "Bang", message: "neither" }] }
+          ])
         )
         expect(error).toMatchObject({ _tag: "TrainerError", reason: "NothingToTrain" })
+        // The rollouts' failures are why: the first one's own words, and how many.
+        expect(error.message).toContain(
+          "none of the 2 groups has a trajectory (2 rollouts failed; the first: Boom: no)"
+        )
         expect(yield* policy.step).toBe(0)
       }).pipe(TestServices.provideLive)
     )
