@@ -65,6 +65,8 @@ class JoinedChoice {
       if (call.function?.arguments != null) joined.arguments += call.function.arguments
     }
     if (choice.logprobs != null) {
+      // (Mutation testing: `{}` here is an equivalent mutant: an absent key reads as undefined, and this object never
+      // leaves the class, `choice()` builds its own.)
       const logprobs = this.logprobs ?? { content: undefined, refusal: undefined }
       this.logprobs = logprobs
       if (choice.logprobs.content != null) logprobs.content = appended(logprobs.content, choice.logprobs.content)
@@ -72,6 +74,8 @@ class JoinedChoice {
     }
     if (choice.token_ids != null) this.tokenIds = appended(this.tokenIds, choice.token_ids)
     if (choice.finish_reason != null) this.finishReason = choice.finish_reason
+    // (Mutation testing: `if (true)` here is an equivalent mutant for streams as servers send them, where the stop
+    // reason comes on a choice's last chunk, with its finish reason.)
     if (choice.stop_reason !== undefined) this.stopReason = choice.stop_reason
   }
 
