@@ -7,6 +7,11 @@
  * a response the server sends after a store write survives `kill -9` and power loss. Every multi-row write of
  * the store runs in one transaction, so nothing is ever visible half-written.
  *
+ * ## A transaction SQLite cancelled
+ * On some errors (`SQLITE_FULL` among them) SQLite may roll the whole transaction back itself; the `ROLLBACK`
+ * that `@effect/sql` then runs fails ("no transaction is active"), and that failure replaced the statement's, so a
+ * full disk was answered 500 instead of 507. The client's `withTransaction` keeps the statement's failure there.
+ *
  * ## Migrations
  * Run by `@effect/sql`'s `Migrator` from an in-code list when the layer is built, recorded in the
  * `effect_sql_migrations` table; reopening a migrated database runs nothing.
@@ -16,9 +21,13 @@
 import { join } from "node:path"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as DataDir from "./DataDir.js"
 import type { DataDirError } from "./DataDirError.js"
 import { migrations } from "./internal/migrations.js"
@@ -57,6 +66,36 @@ export const ping: Effect.Effect<boolean, never, SqlClient.SqlClient> = Effect.f
   Effect.catchAllCause(() => Effect.succeed(false))
 )
 
+/** Whether a cause is a `ROLLBACK` refused for want of a transaction (SQLite rolled it back itself). */
+const isRollbackRefused = (cause: Cause.Cause<unknown>): boolean =>
+  /cannot rollback - no transaction is active|no such savepoint/.test(
+    String((Option.getOrUndefined(Cause.dieOption(cause)) as { readonly cause?: unknown } | undefined)?.cause)
+  )
+
+/**
+ * Makes the client's `withTransaction` fail with the body's failure where SQLite cancelled the transaction itself
+ * (see the module: "A transaction SQLite cancelled"), rather than with the refused `ROLLBACK`.
+ */
+const keepFailureOnCancelledTransaction = (sql: SqlClient.SqlClient): void => {
+  const withTransaction = sql.withTransaction
+  const keeping = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    Effect.suspend(() => {
+      let failed: Cause.Cause<E> | undefined
+      return withTransaction(
+        Effect.tapErrorCause(effect, (cause) =>
+          Effect.sync(() => {
+            failed = cause
+          })
+        )
+      ).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.failCause(failed !== undefined && isRollbackRefused(cause) ? failed : cause)
+        )
+      )
+    })
+  ;(sql as { withTransaction: typeof keeping }).withTransaction = keeping
+}
+
 /** Options of {@link layerFile}. */
 export interface FileOptions {
   /** The database file; created, with its migrations, when missing. */
@@ -65,7 +104,16 @@ export interface FileOptions {
 
 /** The database in a given file (WAL, `synchronous = FULL`, foreign keys on), migrated. */
 export const layerFile = (options: FileOptions): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient> =>
-  Layer.effectDiscard(migrate).pipe(Layer.provideMerge(SqliteClient.layer({ filename: options.filename })), Layer.orDie)
+  Layer.effectDiscard(migrate).pipe(
+    Layer.provideMerge(
+      SqliteClient.layer({ filename: options.filename }).pipe(
+        Layer.tap((context) =>
+          Effect.sync(() => keepFailureOnCancelledTransaction(Context.get(context, SqlClient.SqlClient)))
+        )
+      )
+    ),
+    Layer.orDie
+  )
 
 /** Options of {@link layer}. */
 export interface Options {
