@@ -8,14 +8,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
 import OpenAI from "openai"
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions"
 import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
 import { isChoice } from "../../src/api/Trajectory.js"
 import * as ExternalAgent from "../../src/workflow/ExternalAgent.js"
+import { listen } from "../../src/workflow/internal/gateway.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
@@ -44,15 +47,20 @@ const fixed = (name: string, content: string) =>
 const stuck = (arrived: Deferred.Deferred<void>) =>
   Policy.make({ name: "stuck", complete: () => Effect.zipRight(Deferred.succeed(arrived, undefined), Effect.never) })
 
-const post = (url: string, key: string | undefined, body: unknown) =>
+/** A JSON POST with the given headers: the status and the body's text. */
+const postWith = (url: string, headers: Readonly<Record<string, string>>, body: unknown) =>
   Effect.promise(async () => {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(key === undefined ? {} : { authorization: `Bearer ${key}` }) },
+      headers: { "content-type": "application/json", ...headers },
       body: JSON.stringify(body)
     })
     return { status: response.status, text: await response.text() }
   })
+
+/** A JSON POST presenting `key` as `Authorization: Bearer <key>` (no key: no header). */
+const post = (url: string, key: string | undefined, body: unknown) =>
+  postWith(url, key === undefined ? {} : { authorization: `Bearer ${key}` }, body)
 
 const add: ChatCompletionTool = {
   type: "function",
@@ -200,6 +208,7 @@ describe("RolloutGateway", () => {
             type: "invalid_request_error",
             code: "invalid_api_key"
           })
+          expect(JSON.parse(refused.text).error.message).toContain("the API key is not this rollout's")
           expect(refused.text).not.toContain(key)
         }
         expect(invalid.status).toBe(400)
@@ -207,9 +216,10 @@ describe("RolloutGateway", () => {
         // After the end: 410 for the holder of the key, 401 for anyone else.
         const after = yield* post(`${endpoint.baseUrl}/chat/completions`, key, ask)
         expect(after.status).toBe(410)
-        expect(JSON.parse(after.text).error).toMatchObject({ code: "rollout_ended" })
+        expect(JSON.parse(after.text).error).toMatchObject({ type: "invalid_request_error", code: "rollout_ended" })
         expect(JSON.parse(after.text).error.message).toContain("rollout has ended")
         expect((yield* post(`${endpoint.baseUrl}/chat/completions`, "sk-guess", ask)).status).toBe(401)
+        expect((yield* post(`${endpoint.baseUrl}/chat/completions`, undefined, ask)).status).toBe(401)
         expect(finished.trajectory.messages_and_choices.filter(isChoice)).toHaveLength(1)
 
         // A request in flight when its rollout ends is answered 410 too: the rollout ends once the request has
@@ -231,6 +241,37 @@ describe("RolloutGateway", () => {
         const answer = yield* Fiber.join(inFlight.value)
         expect(answer.status).toBe(410)
         expect(JSON.parse(answer.text).error).toMatchObject({ code: "rollout_ended" })
+      })
+    )
+
+    it.effect("the key is read from Authorization: Bearer (any case and spacing) or api-key, and nothing else", () =>
+      Effect.gen(function* () {
+        const ask = { model: "x", messages: [{ role: "user", content: "hello" }] }
+        const finished = yield* Rollout.run(
+          fixed("fixed", "hi"),
+          RolloutGateway.withEndpoint((endpoint) => {
+            const key = Redacted.value(endpoint.apiKey)
+            const statusWith = (headers: Record<string, string>) =>
+              Effect.map(postWith(`${endpoint.baseUrl}/chat/completions`, headers, ask), (answer) => answer.status)
+            return Effect.all({
+              bearer: statusWith({ authorization: `bearer  ${key} ` }),
+              apiKey: statusWith({ "api-key": key }),
+              otherScheme: statusWith({ authorization: `Basic ${key}` }),
+              notBearer: statusWith({ authorization: `NotBearer ${key}` }),
+              trailing: statusWith({ authorization: `Bearer ${key} ${key}` }),
+              // Authorization, when sent, is the key presented: a wrong one is not rescued by api-key.
+              both: statusWith({ authorization: "Bearer sk-wrong", "api-key": key })
+            })
+          })
+        )
+        expect(finished.value).toEqual({
+          bearer: 200,
+          apiKey: 200,
+          otherScheme: 401,
+          notBearer: 401,
+          trailing: 401,
+          both: 401
+        })
       })
     )
 
@@ -337,6 +378,40 @@ describe("RolloutGateway", () => {
       })
     )
   })
+
+  it.effect("an endpoint whose scope outlives its gateway closes quietly", () =>
+    Effect.gen(function* () {
+      const gatewayScope = yield* Scope.make()
+      const endpointScope = yield* Scope.make()
+      const gateway = yield* Scope.extend(RolloutGateway.make(), gatewayScope)
+      yield* Rollout.run(fixed("p", "x"), Scope.extend(gateway.register(), endpointScope))
+      expect(yield* gateway.open).toBe(1)
+      yield* Scope.close(gatewayScope, Exit.void)
+      expect(yield* gateway.open).toBe(0)
+      expect(yield* Effect.exit(Scope.close(endpointScope, Exit.void))).toStrictEqual(Exit.void)
+    })
+  )
+
+  it.effect("an ended rollout's key is told 410 while its tombstone is kept: the newest maxEnded of them", () =>
+    Effect.gen(function* () {
+      const listener = yield* Effect.acquireRelease(
+        Effect.promise(() => listen({ maxEnded: 1 })),
+        (listener) => Effect.promise(() => listener.close())
+      )
+      const ask = { model: "x", messages: [{ role: "user", content: "hello" }] }
+      const ended = (yield* Effect.forEach([1, 2], () =>
+        Rollout.run(fixed("p", "x"), Effect.scoped(listener.register()))
+      )).map(({ value }) => value)
+      const statuses = yield* Effect.forEach(ended, (endpoint) =>
+        Effect.map(
+          post(`${endpoint.baseUrl}/chat/completions`, Redacted.value(endpoint.apiKey), ask),
+          (answer) => answer.status
+        )
+      )
+      // The first one's tombstone made room for the second's: its key is unknown now.
+      expect(statuses).toEqual([401, 410])
+    }).pipe(Effect.scoped)
+  )
 
   it.effect("listens where asked, advertises the host agents reach, and says when it cannot listen", () =>
     Effect.gen(function* () {
