@@ -4,7 +4,8 @@
  * each surface's error shape naming the data directory and the space left, the server stays up and keeps
  * serving reads, and writes succeed again once space is freed; `effect-rl train` on a full disk ends with one
  * sentence saying what to free, the database checks `ok`, and with space back the same directory trains on
- * from its last checkpoint.
+ * from its last checkpoint. Where no tmpfs can be mounted, `disk-full.test.ts` (in `npm test`) checks the store's
+ * answer to a full disk with SQLite's own limit on its database's size.
  */
 import { execFileSync, spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
