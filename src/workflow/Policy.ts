@@ -23,7 +23,8 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import type { ChatCompletion, ChatCompletionRequest } from "../api/ChatCompletion.js"
+import * as Stream from "effect/Stream"
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "../api/ChatCompletion.js"
 import type { Model, ModelCreate } from "../api/Model.js"
 import type { ApiError } from "../client/ApiError.js"
 import { InferenceClient } from "../client/InferenceClient.js"
@@ -42,6 +43,11 @@ export interface Policy {
   readonly version: Effect.Effect<number | null>
   /** Creates a chat completion with this policy's model (the request's `model` is set from the version). */
   readonly complete: (request: Request) => Effect.Effect<ChatCompletion, ApiError>
+  /**
+   * Streams a chat completion with this policy's model (`stream: true`): the chunks as they are sampled. Absent:
+   * the policy answers whole only, and a streamed request is answered from the whole completion.
+   */
+  readonly stream?: ((request: Request) => Stream.Stream<ChatCompletionChunk, ApiError>) | undefined
   /**
    * This policy held at the version it samples from now, not following the trainer any more (a trainable
    * policy offers it; `Rollout.run` takes one per rollout, so a rollout samples every turn from the checkpoint
@@ -72,19 +78,24 @@ export const artifactName = (
   `wandb-artifact:///${model.entity}/${model.project}/${model.name}${step === undefined ? "" : `:step${step}`}`
 
 /**
- * A policy over any chat-completions function; `version` is `null` unless given. Use it for a test double
- * or another provider.
+ * A policy over any chat-completions function (and, to stream, a streaming one); `version` is `null` unless
+ * given. Use it for a test double or another provider.
  */
 export const make = (options: {
   readonly name: string
   readonly complete: (request: ChatCompletionRequest) => Effect.Effect<ChatCompletion, ApiError>
+  readonly stream?: ((request: ChatCompletionRequest) => Stream.Stream<ChatCompletionChunk, ApiError>) | undefined
   readonly version?: Effect.Effect<number | null> | undefined
-}): Policy => ({
-  name: options.name,
-  model: Option.none(),
-  version: options.version ?? Effect.succeed(null),
-  complete: (request) => options.complete({ ...request, model: options.name })
-})
+}): Policy => {
+  const stream = options.stream
+  return {
+    name: options.name,
+    model: Option.none(),
+    version: options.version ?? Effect.succeed(null),
+    complete: (request) => options.complete({ ...request, model: options.name }),
+    ...(stream === undefined ? {} : { stream: (request: Request) => stream({ ...request, model: options.name }) })
+  }
+}
 
 /** A base model by name, answered by the inference service's chat completions. */
 export const base = (
@@ -94,7 +105,8 @@ export const base = (
   Effect.map(InferenceClient, (client) =>
     make({
       name,
-      complete: (request) => client.createChatCompletion(request, { project: options?.project })
+      complete: (request) => client.createChatCompletion(request, { project: options?.project }),
+      stream: (request) => client.streamChatCompletion(request, { project: options?.project })
     })
   )
 
@@ -143,6 +155,10 @@ export const fromModel = (
       options.sampleOn === "inference"
         ? (request: ChatCompletionRequest) => inference.createChatCompletion(request, { project: options.project })
         : training.createChatCompletion
+    const sampleStream =
+      options.sampleOn === "inference"
+        ? (request: ChatCompletionRequest) => inference.streamChatCompletion(request, { project: options.project })
+        : training.streamChatCompletion
     // No checkpoint yet (a hosted model before its first job): step 0, addressed by the latest-name.
     const latest =
       options.step ?? Option.getOrUndefined(Option.map(yield* training.latestCheckpoint(model.id), (c) => c.step))
@@ -154,7 +170,8 @@ export const fromModel = (
       name: artifactName(model),
       model: Option.some(model),
       version: Effect.succeed(at ?? 0),
-      complete: (request) => sample({ ...request, model: artifactName(model, at) })
+      complete: (request) => sample({ ...request, model: artifactName(model, at) }),
+      stream: (request) => sampleStream({ ...request, model: artifactName(model, at) })
     })
     return {
       name: artifactName(model),
@@ -166,6 +183,10 @@ export const fromModel = (
       setStep: (next) => (pinned ? Effect.void : Ref.set(current, next)),
       complete: (request) =>
         Effect.flatMap(Ref.get(current), (at) => sample({ ...request, model: artifactName(model, at) })),
+      stream: (request) =>
+        Stream.unwrap(
+          Effect.map(Ref.get(current), (at) => sampleStream({ ...request, model: artifactName(model, at) }))
+        ),
       snapshot: Effect.map(Ref.get(current), heldAt)
     }
   })

@@ -25,11 +25,17 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
-import type { ChatCompletion, Choice } from "../api/ChatCompletion.js"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import * as Take from "effect/Take"
+import type { ChatCompletion, ChatCompletionChunk, Choice } from "../api/ChatCompletion.js"
 import type { AssistantMessage, Message, Tool } from "../api/ChatMessage.js"
+import { chunksOf } from "../api/internal/chunkSplit.js"
 import type { History, Metadata, Trajectory } from "../api/Trajectory.js"
 import { ApiError } from "../client/ApiError.js"
+import * as ChatStream from "../client/ChatStream.js"
 import { InvalidTurn, Recorder } from "./internal/recorder.js"
 import { choiceJson, messagesOf, rolloutOpened, toJson, toJsonObject } from "./internal/tracing.js"
 import type { Policy, Request } from "./Policy.js"
@@ -69,6 +75,15 @@ const noChoice = (completion: ChatCompletion) =>
     method: "POST",
     path: "/v1/chat/completions",
     description: `chat completion ${completion.id} has no choices`,
+    retryable: false
+  })
+
+const emptyStream = () =>
+  new ApiError({
+    reason: "Decode",
+    method: "POST",
+    path: "/v1/chat/completions",
+    description: "the streamed chat completion ended before its first chunk",
     retryable: false
   })
 
@@ -117,6 +132,53 @@ export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError |
         (completion) => Tracing.call(chatCall(policy, request), completion)
       )
     )
+  )
+
+/**
+ * {@link chat} streamed: the policy's chunks as they are sampled (with `logprobs`, `token_ids` and a usage chunk
+ * at the end, whatever the request asked), and the turn recorded as {@link chat} records it, from the chunks
+ * joined, once the stream has ended. A stream that is not read to its end (its reader stopped, interrupted, or
+ * gone away) aborts the policy's completion and records nothing: the turn never reached the conversation. A
+ * policy without {@link Policy.stream} is asked for the whole completion, which is then cut into chunks.
+ */
+export const chatStream = (request: Request): Stream.Stream<ChatCompletionChunk, ApiError | InvalidTurn, Current> =>
+  Stream.unwrapScoped(
+    Effect.gen(function* () {
+      const { policy, recorder } = yield* Current
+      const stream = policy.stream
+      if (stream === undefined) {
+        return Stream.flatMap(Stream.fromEffect(chat(request)), (completion) =>
+          Stream.fromIterable(chunksOf(completion, true))
+        )
+      }
+      const checked = yield* recorder.check(request.messages)
+      type E = ApiError | InvalidTurn
+      const queue = yield* Effect.acquireRelease(Queue.unbounded<Take.Take<ChatCompletionChunk, E>>(), Queue.shutdown)
+      const sampled = stream({
+        ...request,
+        logprobs: true,
+        return_token_ids: true,
+        stream_options: { include_usage: true }
+      })
+      // Joins the chunks as they are relayed; records the turn once they have all come.
+      const whole = ChatStream.collect(sampled, { onChunk: (chunk) => Queue.unsafeOffer(queue, Take.of(chunk)) }).pipe(
+        Effect.catchTag("NoSuchElementException", () => Effect.fail(emptyStream())),
+        Effect.filterOrFail(
+          (completion) => completion.choices.length > 0,
+          (completion) => noChoice(completion)
+        ),
+        Effect.tap((completion) =>
+          Effect.map(Recorder.choiceOf(completion.choices[0]!, completion.id), (choice) =>
+            recorder.record(checked, choice, completion, request.tools)
+          )
+        )
+      )
+      yield* Tracing.call(chatCall(policy, request), whole).pipe(
+        Effect.onExit((exit) => Queue.offer(queue, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause))),
+        Effect.forkScoped
+      )
+      return Stream.flattenTake(Stream.fromQueue(queue))
+    })
   )
 
 /** Adds a numeric (or boolean) metric to the trajectory; a later value of the same name wins. */

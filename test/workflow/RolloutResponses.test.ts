@@ -144,12 +144,17 @@ describe("Responses-API agents recorded by a rollout over a chat-completions-onl
         )
         const { events, streamed, parsed, read, items, deleted, gone, refused } = finished.value
         expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
+        // The policy's chunks relayed as they came: one delta per streamed chunk of text (6 tokens here), which
+        // joined are the text.
+        const deltas = events.filter((e) => e.type === "response.output_text.delta")
+        expect(deltas.length).toBeGreaterThan(1)
+        expect(deltas.map((e) => e.delta).join("")).toBe(streamed.output_text)
         expect(events.map((e) => e.type)).toEqual([
           "response.created",
           "response.in_progress",
           "response.output_item.added",
           "response.content_part.added",
-          "response.output_text.delta",
+          ...deltas.map(() => "response.output_text.delta"),
           "response.output_text.done",
           "response.content_part.done",
           "response.output_item.done",

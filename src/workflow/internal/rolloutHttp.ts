@@ -22,7 +22,9 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import { type ChatCompletion, type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
 import { firstField } from "../../api/ResponsesChat.js"
 import { ApiError } from "../../client/ApiError.js"
@@ -76,22 +78,30 @@ export const sseResponse = (events: ReadonlyArray<unknown>, done = true): Respon
     }
   )
 
+/** How the Responses API names the chat request's fields and words its messages (identity for chat). */
+export interface Words {
+  readonly message: (m: string) => string
+  readonly param: (p: string | null) => string | null
+}
+
+const CHAT_WORDS: Words = { message: (m) => m, param: (p) => p }
+
 /**
- * The response for a failed completion: an `InvalidTurn` is a 400, the service's `ApiError` keeps its status
- * and message (in `words`: the Responses API names the chat request's fields its own way); anything else (an
- * interruption, a defect) rejects.
+ * A failed completion as an OpenAI error: an `InvalidTurn` is a 400, the service's `ApiError` keeps its status
+ * and message (in `words`); `undefined` for anything else (an interruption, a defect).
  */
-export const failureResponse = (
+const failureOf = (
   cause: Cause.Cause<unknown>,
-  words: { readonly message: (m: string) => string; readonly param: (p: string | null) => string | null } = {
-    message: (m) => m,
-    param: (p) => p
-  }
-): Response => {
+  words: Words
+): { readonly status: number; readonly body: { readonly error: object } } | undefined => {
   const failure = Option.getOrUndefined(Cause.failureOption(cause))
-  if (failure instanceof InvalidTurn) return errorResponse(400, failure.message, "invalid_request_error")
+  const error = (status: number, message: string, type: string, param: string | null = null, code: unknown = null) => ({
+    status,
+    body: { error: { message, type, param, code } }
+  })
+  if (failure instanceof InvalidTurn) return error(400, failure.message, "invalid_request_error")
   if (failure instanceof ApiError) {
-    return errorResponse(
+    return error(
       failure.status ?? 502,
       words.message(failure.message),
       failure.errorType ?? "api_error",
@@ -99,59 +109,112 @@ export const failureResponse = (
       failure.code ?? null
     )
   }
-  // Interrupted (the caller aborted) or a defect: SDKs turn a rejected fetch into their connection error.
-  throw new Error(`the rollout's completion did not finish: ${cause._tag}`)
+  return undefined
 }
+
+/**
+ * The response for a failed completion (see `failureOf`); anything but a typed failure (an interruption, a defect)
+ * rejects: SDKs turn a rejected fetch into their connection error.
+ */
+export const failureResponse = (cause: Cause.Cause<unknown>, words: Words = CHAT_WORDS): Response => {
+  const failure = failureOf(cause, words)
+  if (failure === undefined) throw new Error(`the rollout's completion did not finish: ${cause._tag}`)
+  return json(failure.status, failure.body)
+}
+
+/** A failed completion as the body of a server-sent error event, after the stream's status was sent. */
+export const errorEvent = (cause: Cause.Cause<unknown>, words: Words = CHAT_WORDS): { readonly error: object } =>
+  failureOf(cause, words)?.body ?? {
+    error: { message: "the rollout's completion did not finish", type: "server_error", param: null, code: null }
+  }
 
 /** A schema's decoding failure as a 400 naming the first field at fault. */
 export const invalidRequest = (error: ParseResult.ParseError): Response =>
   errorResponse(400, ParseResult.TreeFormatter.formatErrorSync(error), "invalid_request_error", firstField(error))
 
-/** The chunks of a whole completion, as an engine would stream it (role, content, each call, the finish). */
-export const chunksOf = (completion: ChatCompletion, includeUsage: boolean): ReadonlyArray<ChatCompletionChunk> => {
-  const base = {
-    id: completion.id ?? "chatcmpl-rollout",
-    object: "chat.completion.chunk" as const,
-    created: completion.created ?? 0,
-    model: completion.model
+/** How a stream's values are relayed as server-sent events (see {@link relay}). */
+export interface Relay<A> {
+  /** The events before the first value's. */
+  readonly start: ReadonlyArray<unknown>
+  /** The events of a value. */
+  readonly events: (value: A) => ReadonlyArray<unknown>
+  /** The events once the stream has ended whole. */
+  readonly end: () => ReadonlyArray<unknown>
+  /** The event of a failure after the first value (the status was sent with it). */
+  readonly error: (cause: Cause.Cause<unknown>) => unknown
+}
+
+const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const
+
+const encoder = new TextEncoder()
+const sseBytes = (events: ReadonlyArray<unknown>, done = false) =>
+  encoder.encode(
+    `${events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("")}${done ? "data: [DONE]\n\n" : ""}`
+  )
+
+/**
+ * A stream run in the rollout, relayed as server-sent events while it runs: the response (200, or `failed`'s
+ * answer for a failure before the first value, so that a refused request keeps its status) once the first value
+ * has come, each value's events as it comes, then `data: [DONE]` (when `done`). The reader going away (the
+ * body cancelled, or `signal` aborted) interrupts the stream.
+ */
+export const relay = async <A, E>(
+  context: RouteContext,
+  stream: Stream.Stream<A, E, Rollout.Current>,
+  options: {
+    readonly open: (first: A) => Relay<A>
+    readonly failed: (cause: Cause.Cause<E>) => Response
+    readonly done: boolean
+  },
+  signal: AbortSignal | undefined
+): Promise<Response> => {
+  const opened = await context.run(
+    Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(Scope.extend(Stream.toPull(stream), scope), (pull) => ({ scope, pull }))
+    )
+  )
+  if (Exit.isFailure(opened)) return options.failed(opened.cause as Cause.Cause<E>)
+  const { scope, pull } = opened.value
+  let closed = false
+  const close = () => {
+    if (closed) return
+    closed = true
+    signal?.removeEventListener("abort", close)
+    void context.run(Scope.close(scope, Exit.void))
   }
-  const chunks: Array<ChatCompletionChunk> = []
-  for (const choice of completion.choices) {
-    const index = choice.index
-    chunks.push({ ...base, choices: [{ index, delta: { role: "assistant", content: "" } }] })
-    if (choice.message.content != null && choice.message.content !== "") {
-      chunks.push({
-        ...base,
-        choices: [{ index, delta: { content: choice.message.content }, logprobs: choice.logprobs ?? null }]
-      })
-    }
-    for (const [i, call] of (choice.message.tool_calls ?? []).entries()) {
-      chunks.push({
-        ...base,
-        choices: [
-          {
-            index,
-            delta: {
-              tool_calls: [
-                {
-                  index: i,
-                  ...(call.id === undefined ? {} : { id: call.id }),
-                  type: "function",
-                  function: { name: call.function.name, arguments: call.function.arguments }
-                }
-              ]
-            }
-          }
-        ]
-      })
-    }
-    chunks.push({
-      ...base,
-      choices: [{ index, delta: {}, finish_reason: choice.finish_reason, token_ids: choice.token_ids ?? null }]
-    })
+  signal?.addEventListener("abort", close, { once: true })
+  const first = await context.run(pull, signal)
+  if (Exit.isFailure(first)) {
+    close()
+    const failure = Cause.failureOption(first.cause)
+    // An empty stream: nothing but the end.
+    if (Option.isSome(failure) && Option.isNone(failure.value)) return sseResponse([], options.done)
+    return options.failed(
+      Cause.flatMap(first.cause, (error) => Option.match(error, { onNone: () => Cause.empty, onSome: Cause.fail }))
+    )
   }
-  if (includeUsage) chunks.push({ ...base, choices: [], usage: completion.usage ?? null })
-  return chunks
+  const values = [...first.value]
+  const relayed = options.open(values[0]!)
+  const body = new ReadableStream<Uint8Array>({
+    start: (controller) => controller.enqueue(sseBytes([...relayed.start, ...values.flatMap(relayed.events)])),
+    pull: async (controller) => {
+      const next = await context.run(pull)
+      if (Exit.isSuccess(next)) {
+        controller.enqueue(sseBytes([...next.value].flatMap(relayed.events)))
+        return
+      }
+      close()
+      const failure = Cause.failureOption(next.cause)
+      if (Option.isSome(failure) && Option.isNone(failure.value)) {
+        controller.enqueue(sseBytes(relayed.end(), options.done))
+      } else if (!closed || Option.isSome(failure)) {
+        controller.enqueue(sseBytes([relayed.error(next.cause)]))
+      }
+      controller.close()
+    },
+    cancel: close
+  })
+  return new Response(body, { status: 200, headers: SSE_HEADERS })
 }
 
 const decodeChatRequest = Schema.decodeUnknownEither(ChatCompletionRequest)
@@ -160,11 +223,28 @@ const chatRoute = async (context: RouteContext, body: unknown, signal: AbortSign
   const decoded = decodeChatRequest({ ...context.options.request, ...(body as object) })
   if (decoded._tag === "Left") return invalidRequest(decoded.left)
   const { model: _model, stream, stream_options, ...request } = decoded.right
+  if (stream === true) {
+    const usage = stream_options?.include_usage === true
+    return relay(
+      context,
+      Rollout.chatStream(request),
+      {
+        open: () => ({
+          start: [],
+          // The policy is always asked for usage (the trace records it); the agent gets it when it asked.
+          events: (chunk: ChatCompletionChunk) => (usage || chunk.choices.length > 0 ? [chunk] : []),
+          end: () => [],
+          error: (cause) => errorEvent(cause)
+        }),
+        failed: (cause) => failureResponse(cause),
+        done: true
+      },
+      signal
+    )
+  }
   const exit = await context.run(Rollout.chat(request), signal)
   if (Exit.isFailure(exit)) return failureResponse(exit.cause)
-  return stream === true
-    ? sseResponse(chunksOf(exit.value, stream_options?.include_usage === true))
-    : json(200, exit.value)
+  return json(200, exit.value)
 }
 
 const started = Math.floor(Date.now() / 1000)

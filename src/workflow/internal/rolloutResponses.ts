@@ -12,7 +12,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { type ChatCompletion, ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { ChunkJoin } from "../../api/internal/chunkJoin.js"
 import { ResponseCreateRequest } from "../../api/Responses.js"
 import {
   type AnyItem,
@@ -23,16 +24,24 @@ import {
   itemsOf,
   newResponseId,
   ResponseEvents,
+  type ResponseMeta,
   type ResponsesRequestError,
   responseOf,
   responsesMessageOf,
   responsesParamOf,
   type StoredResponse,
-  sseOf,
   storedInputItemsOf
 } from "../../api/ResponsesChat.js"
 import * as Rollout from "../Rollout.js"
-import { chunksOf, errorResponse, failureResponse, invalidRequest, json, type RouteContext } from "./rolloutHttp.js"
+import {
+  errorEvent,
+  errorResponse,
+  failureResponse,
+  invalidRequest,
+  json,
+  type RouteContext,
+  relay
+} from "./rolloutHttp.js"
 
 const decodeRequest = Schema.decodeUnknownEither(ResponseCreateRequest)
 const decodeChat = Schema.decodeUnknownEither(ChatCompletionRequest)
@@ -76,9 +85,6 @@ const resolverOf = (stored: ReadonlyMap<string, StoredResponse>) => (id: string)
   return undefined
 }
 
-const sse = (body: string): Response =>
-  new Response(body, { status: 200, headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } })
-
 const create = async (context: RouteContext, body: unknown, signal: AbortSignal | undefined): Promise<Response> => {
   const decoded = decodeRequest(body)
   if (Either.isLeft(decoded)) return invalidRequest(decoded.left)
@@ -102,27 +108,65 @@ const create = async (context: RouteContext, body: unknown, signal: AbortSignal 
     )
   }
   const { model: _model, stream: _stream, stream_options: _options, ...chat } = checked.right
+  const words = { message: responsesMessageOf, param: responsesParamOf }
+  const store = request.store !== false
+  /** The response of the completion, kept (when `store`) for `previous_response_id` and the get routes. */
+  const keep = (completion: ChatCompletion, meta: ResponseMeta) => {
+    const response = responseOf(completion, request, meta)
+    if (meta.store) {
+      stored.set(meta.id, {
+        response,
+        inputItems: storedInputItemsOf(request, meta.id, resolve),
+        previousResponseId: request.previous_response_id ?? null
+      })
+    }
+    return response
+  }
+  if (request.stream === true) {
+    const now = await context.run(Clock.currentTimeMillis)
+    const createdAt = Math.floor((Exit.isSuccess(now) ? now.value : Date.now()) / 1000)
+    // The policy's chunks as Responses events while they are sampled; the response kept once they all came.
+    return relay(
+      context,
+      Rollout.chatStream(chat),
+      {
+        open: (first) => {
+          const meta = { id: newResponseId(), createdAt, model: first.model, store }
+          const events = new ResponseEvents(request, meta)
+          const joined = new ChunkJoin()
+          return {
+            start: events.start(),
+            events: (chunk) => {
+              joined.add(chunk)
+              return events.push(chunk)
+            },
+            end: () => {
+              keep(joined.completion()!, meta)
+              return events.end()
+            },
+            error: (cause) => {
+              const { message, code, param } = errorEvent(cause, words).error as {
+                readonly message: string
+                readonly code: string | null
+                readonly param: string | null
+              }
+              return events.error(message, code, param)
+            }
+          }
+        },
+        failed: (cause) => failureResponse(cause, words),
+        done: false
+      },
+      signal
+    )
+  }
   const exit = await context.run(Effect.zip(Rollout.chat(chat), Clock.currentTimeMillis), signal)
-  if (Exit.isFailure(exit)) return failureResponse(exit.cause, { message: responsesMessageOf, param: responsesParamOf })
+  if (Exit.isFailure(exit)) return failureResponse(exit.cause, words)
   const [completion, now] = exit.value
-  const meta = {
-    id: newResponseId(),
-    createdAt: Math.floor(now / 1000),
-    model: completion.model,
-    store: request.store !== false
-  }
-  const response = responseOf(completion, request, meta)
-  if (meta.store) {
-    stored.set(meta.id, {
-      response,
-      inputItems: storedInputItemsOf(request, meta.id, resolve),
-      previousResponseId: request.previous_response_id ?? null
-    })
-  }
-  if (request.stream !== true) return json(200, response)
-  const events = new ResponseEvents(request, meta)
-  const all = [...events.start(), ...chunksOf(completion, true).flatMap((chunk) => events.push(chunk)), ...events.end()]
-  return sse(all.map(sseOf).join(""))
+  return json(
+    200,
+    keep(completion, { id: newResponseId(), createdAt: Math.floor(now / 1000), model: completion.model, store })
+  )
 }
 
 /**
