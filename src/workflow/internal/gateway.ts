@@ -1,12 +1,10 @@
 /**
  * The rollout gateway's listener: one `node:http` server, a table of registered rollouts by id, and for each
- * request the owner's key checked, then the rollout's own HTTP surface (`rolloutHttp.ts`) answering it.
- *
- * Keys are compared as SHA-256 digests with `timingSafeEqual`; the table keeps only the digest, never the
- * key. An ended rollout stays in a bounded table of tombstones (its digest), so that the agent holding its key
- * is told the rollout ended (410) rather than that its key is wrong (401); anyone else still gets a 401.
+ * request the owner's key checked (`rolloutKeys.ts`: a wrong key is a 401, an ended rollout's own key a 410),
+ * then the rollout's own HTTP surface (`rolloutHttp.ts`) answering it.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { randomBytes } from "node:crypto"
+import { setMaxListeners } from "node:events"
 import * as http from "node:http"
 import { hostname } from "node:os"
 import * as Effect from "effect/Effect"
@@ -16,6 +14,7 @@ import type { Policy } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
 import { Recorder } from "./recorder.js"
 import { errorResponse, type Handler, json, type Options, handler as rolloutHandler } from "./rolloutHttp.js"
+import { presentedKey, RolloutKeys } from "./rolloutKeys.js"
 
 /** Options of the listener. */
 export interface ListenOptions {
@@ -39,7 +38,6 @@ export interface Registered {
 }
 
 interface Entry {
-  readonly digest: Buffer
   readonly controller: AbortController
   readonly handler: Handler
   readonly fixed: ReadonlyMap<string, Handler>
@@ -53,21 +51,6 @@ export interface Listener {
   readonly register: (options?: RegisterOptions) => Effect.Effect<Registered, never, Rollout.Current | Scope.Scope>
   readonly open: () => number
   readonly close: () => Promise<void>
-}
-
-const digestOf = (key: string): Buffer => createHash("sha256").update(key).digest()
-
-const sameDigest = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b)
-
-/** The key a request presents: `Authorization: Bearer <key>`, or `api-key: <key>` (Azure-style clients). */
-const presentedKey = (request: http.IncomingMessage): string | undefined => {
-  const authorization = request.headers.authorization
-  if (authorization !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization)
-    return match?.[1]
-  }
-  const header = request.headers["api-key"]
-  return typeof header === "string" ? header : undefined
 }
 
 const ROUTE = /^\/rollouts\/([A-Za-z0-9_-]{1,64})(\/[^?]*)?(\?.*)?$/
@@ -168,7 +151,7 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
   const maxBody = options.maxBodySize ?? 32 * 1024 * 1024
   const maxEnded = options.maxEnded ?? 100_000
   const entries = new Map<string, Entry>()
-  const tombstones = new Map<string, Buffer>()
+  const keys = new RolloutKeys(maxEnded)
 
   const answer = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<Response | undefined> => {
     const match = ROUTE.exec(req.url ?? "/")
@@ -180,14 +163,10 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
       )
     }
     const id = match[1]!
-    const key = presentedKey(req)
+    const verdict = keys.check(id, presentedKey(req.headers))
+    if (verdict === "Ended") return ended()
     const entry = entries.get(id)
-    const digest = key === undefined ? undefined : digestOf(key)
-    if (entry === undefined) {
-      const tombstone = tombstones.get(id)
-      return tombstone !== undefined && digest !== undefined && sameDigest(tombstone, digest) ? ended() : unauthorized()
-    }
-    if (digest === undefined || !sameDigest(entry.digest, digest)) return unauthorized()
+    if (verdict === "Refused" || entry === undefined) return unauthorized()
     const method = (req.method ?? "GET").toUpperCase()
     const hasBody = method !== "GET" && method !== "HEAD"
     let body: Buffer | undefined
@@ -258,8 +237,7 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
     const entry = entries.get(id)
     if (entry === undefined) return
     entries.delete(id)
-    tombstones.set(id, entry.digest)
-    if (tombstones.size > maxEnded) tombstones.delete(tombstones.keys().next().value!)
+    keys.end(id)
     entry.controller.abort()
   }
 
@@ -290,17 +268,14 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
               fixed.set(name, own)
             }
             const id = randomBytes(12).toString("base64url")
-            const key = `sk-rollout-${randomBytes(32).toString("base64url")}`
-            yield* Effect.acquireRelease(
-              Effect.sync(() =>
-                entries.set(id, {
-                  digest: digestOf(key),
-                  controller: new AbortController(),
-                  handler,
-                  fixed,
-                  policyName: policy.name
-                })
-              ),
+            const controller = new AbortController()
+            // Each request in flight listens on it (its own abort follows the rollout's end): no limit.
+            setMaxListeners(0, controller.signal)
+            const key = yield* Effect.acquireRelease(
+              Effect.sync(() => {
+                entries.set(id, { controller, handler, fixed, policyName: policy.name })
+                return keys.issue(id)
+              }),
               () => Effect.sync(() => end(id))
             )
             return { id, baseUrl: `${url}/rollouts/${id}/v1`, apiKey: Redacted.make(key) }
