@@ -103,7 +103,7 @@ const failureOf = (
   if (failure instanceof ApiError) {
     return error(
       failure.status ?? 502,
-      words.message(failure.message),
+      words.message(failure.description),
       failure.errorType ?? "api_error",
       words.param(failure.param ?? null),
       failure.code ?? null
