@@ -1,12 +1,13 @@
 /**
  * Streaming through a rollout for real: a policy that samples slowly streams through the gateway to the `openai`
- * SDK (chat completions and the Responses API) and the AI SDK (`streamText`), and each agent sees its first
- * chunk while the policy is still sampling, the chunks spread over the completion; the turn recorded is the
- * chunks joined. An agent that goes away mid-stream aborts the policy's completion and records nothing. (That a
+ * SDK (chat completions and the Responses API), the AI SDK (`streamText`) and the OpenAI Agents SDK (a streamed
+ * run), and each agent sees its first chunk while the policy is still sampling, the chunks spread over the
+ * completion; the turn recorded is the chunks joined. An agent that goes away mid-stream aborts the policy's completion and records nothing. (That a
  * streamed turn records what the unstreamed request records, on the embedded backend: `Gateway.test.ts`.)
  */
 import { createOpenAI } from "@ai-sdk/openai"
 import { describe, expect, it } from "@effect/vitest"
+import { Agent, OpenAIProvider, Runner } from "@openai/agents"
 import { streamText } from "ai"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -79,7 +80,7 @@ const spread = (arrivals: ReadonlyArray<number>) => ({
 describe("streaming through a rollout", () => {
   it.layer(RolloutGateway.layer(), { timeout: 60_000 })((it) => {
     it.effect(
-      "the openai SDK and the AI SDK read each chunk as the policy samples it; the joined turn is recorded",
+      "the openai SDK, the AI SDK and the Agents SDK read each chunk as the policy samples it; the joined turn is recorded",
       () =>
         Effect.gen(function* () {
           const events = { started: 0, ended: 0, interrupted: 0 }
@@ -167,7 +168,36 @@ describe("streaming through a rollout", () => {
           expect(spread(ai.value.arrivals).first).toBeLessThan(ai.value.total - minimum / 2)
           expect(spread(ai.value.arrivals).distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
           expect(recordedTexts(ai.trajectory)).toEqual([whole])
-          expect(events).toEqual({ started: 3, ended: 3, interrupted: 0 })
+
+          // The OpenAI Agents SDK's default (Responses) model, run streamed.
+          const agents = yield* Rollout.run(
+            policy,
+            RolloutGateway.withEndpoint((endpoint) =>
+              Effect.promise(async () => {
+                const client = new OpenAI({ baseURL: endpoint.baseUrl, apiKey: Redacted.value(endpoint.apiKey) })
+                const runner = new Runner({
+                  modelProvider: new OpenAIProvider({ openAIClient: client }),
+                  tracingDisabled: true
+                })
+                const agent = new Agent({ name: "counter", instructions: "Count.", model: "slow" })
+                const start = Date.now()
+                const arrivals: Array<number> = []
+                const result = await runner.run(agent, "count", { stream: true })
+                for await (const event of result) {
+                  if (event.type === "raw_model_stream_event" && event.data.type === "output_text_delta") {
+                    arrivals.push(Date.now() - start)
+                  }
+                }
+                await result.completed
+                return { text: String(result.finalOutput), arrivals, total: Date.now() - start }
+              })
+            )
+          )
+          expect(agents.value.text).toBe(whole)
+          expect(spread(agents.value.arrivals).first).toBeLessThan(agents.value.total - minimum / 2)
+          expect(spread(agents.value.arrivals).distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
+          expect(recordedTexts(agents.trajectory)).toEqual([whole])
+          expect(events).toEqual({ started: 4, ended: 4, interrupted: 0 })
         }).pipe(TestServices.provideLive)
     )
 
