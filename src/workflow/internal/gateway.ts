@@ -166,7 +166,7 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
     const verdict = keys.check(id, presentedKey(req.headers))
     if (verdict === "Ended") return ended()
     const entry = entries.get(id)
-    if (verdict === "Refused" || entry === undefined) return unauthorized()
+    if (verdict !== "Ok" || entry === undefined) return unauthorized()
     const method = (req.method ?? "GET").toUpperCase()
     const hasBody = method !== "GET" && method !== "HEAD"
     let body: Buffer | undefined
