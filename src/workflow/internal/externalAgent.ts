@@ -3,7 +3,7 @@
  * in its environment, its stdout's last line and the tail of its stderr kept; on interruption the whole group
  * is sent SIGTERM, then SIGKILL after a grace period, and the interruption waits for the process to be gone.
  * After a normal exit the group is killed too, so nothing the agent left running in the background survives
- * it.
+ * it. The rollout's key is redacted from both outputs before their tails are cut (`secretTail.ts`).
  */
 import { spawn } from "node:child_process"
 import type * as Duration from "effect/Duration"
@@ -14,9 +14,9 @@ import { SecretTail } from "./secretTail.js"
 export interface Ended {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
-  /** The last non-empty line of its stdout (at most the last 64 KiB are kept). */
+  /** The last non-empty line of its stdout (at most the last 64 KiB are kept), the key redacted. */
   readonly lastLine: string | undefined
-  /** The tail of its stderr. */
+  /** The tail of its stderr, the key redacted. */
   readonly stderr: string
 }
 
