@@ -22,7 +22,6 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
@@ -155,8 +154,9 @@ const sseBytes = (events: ReadonlyArray<unknown>, done = false) =>
 /**
  * A stream run in the rollout, relayed as server-sent events while it runs: the response (200, or `failed`'s
  * answer for a failure before the first value, so that a refused request keeps its status) once the first value
- * has come, each value's events as it comes, then `data: [DONE]` (when `done`). The reader going away (the
- * body cancelled, or `signal` aborted) interrupts the stream.
+ * has come, each value's events as it comes, then `data: [DONE]` (when `done`); a failure after the first value
+ * is its error event. One fiber runs the stream and writes into the body (no promise per chunk). The reader going
+ * away (the body cancelled, or `signal` aborted) interrupts it.
  */
 export const relay = async <A, E>(
   context: RouteContext,
@@ -168,53 +168,59 @@ export const relay = async <A, E>(
   },
   signal: AbortSignal | undefined
 ): Promise<Response> => {
-  const opened = await context.run(
-    Effect.flatMap(Scope.make(), (scope) =>
-      Effect.map(Scope.extend(Stream.toPull(stream), scope), (pull) => ({ scope, pull }))
-    )
-  )
-  if (Exit.isFailure(opened)) return options.failed(opened.cause as Cause.Cause<E>)
-  const { scope, pull } = opened.value
-  let closed = false
-  const close = () => {
-    if (closed) return
-    closed = true
-    signal?.removeEventListener("abort", close)
-    void context.run(Scope.close(scope, Exit.void))
-  }
-  signal?.addEventListener("abort", close, { once: true })
-  const first = await context.run(pull, signal)
-  if (Exit.isFailure(first)) {
-    close()
-    const failure = Cause.failureOption(first.cause)
-    // An empty stream: nothing but the end.
-    if (Option.isSome(failure) && Option.isNone(failure.value)) return sseResponse([], options.done)
-    return options.failed(
-      Cause.flatMap(first.cause, (error) => Option.match(error, { onNone: () => Cause.empty, onSome: Cause.fail }))
-    )
-  }
-  const values = [...first.value]
-  const relayed = options.open(values[0]!)
+  const stop = new AbortController()
+  const abort = () => stop.abort()
+  signal?.addEventListener("abort", abort, { once: true })
+  let controller!: ReadableStreamDefaultController<Uint8Array>
   const body = new ReadableStream<Uint8Array>({
-    start: (controller) => controller.enqueue(sseBytes([...relayed.start, ...values.flatMap(relayed.events)])),
-    pull: async (controller) => {
-      const next = await context.run(pull)
-      if (Exit.isSuccess(next)) {
-        controller.enqueue(sseBytes([...next.value].flatMap(relayed.events)))
-        return
-      }
-      close()
-      const failure = Cause.failureOption(next.cause)
-      if (Option.isSome(failure) && Option.isNone(failure.value)) {
-        controller.enqueue(sseBytes(relayed.end(), options.done))
-      } else if (!closed || Option.isSome(failure)) {
-        controller.enqueue(sseBytes([relayed.error(next.cause)]))
-      }
-      controller.close()
+    start: (c) => {
+      controller = c
     },
-    cancel: close
+    cancel: abort
   })
-  return new Response(body, { status: 200, headers: SSE_HEADERS })
+  let relayed: Relay<A> | undefined
+  let opened!: () => void
+  const first = new Promise<void>((resolve) => {
+    opened = resolve
+  })
+  const write = (events: ReadonlyArray<unknown>, done = false) => {
+    if (events.length > 0 || done) controller.enqueue(sseBytes(events, done))
+  }
+  const running = context.run(
+    Stream.runForEachChunk(stream, (values) =>
+      Effect.sync(() => {
+        let events: Array<unknown> = []
+        for (const value of values) {
+          if (relayed === undefined) {
+            relayed = options.open(value)
+            events = [...relayed.start]
+            opened()
+          }
+          events.push(...relayed.events(value))
+        }
+        write(events)
+      })
+    ),
+    stop.signal
+  )
+  // The body is written to its end (or its error) by the fiber; the response goes once the first value came.
+  void running.then((exit) => {
+    signal?.removeEventListener("abort", abort)
+    if (relayed === undefined) return
+    try {
+      if (Exit.isSuccess(exit)) write(relayed.end(), options.done)
+      else if (!stop.signal.aborted) write([relayed.error(exit.cause)])
+      controller.close()
+    } catch {
+      // The reader went away: nothing to write to.
+    }
+  })
+  await Promise.race([first, running])
+  if (relayed !== undefined) return new Response(body, { status: 200, headers: SSE_HEADERS })
+  const exit = await running
+  if (Exit.isFailure(exit)) return options.failed(exit.cause)
+  // An empty stream: nothing but the end.
+  return sseResponse([], options.done)
 }
 
 const decodeChatRequest = Schema.decodeUnknownEither(ChatCompletionRequest)
