@@ -6,6 +6,7 @@ import * as TestClock from "effect/TestClock"
 import { ModelId } from "../../src/api/Model.js"
 import { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { ApiError, ApiErrorReason } from "../../src/client/ApiError.js"
+import { parseRetryAfter } from "../../src/client/internal/http.js"
 import { API_KEY, training } from "../support/clients.js"
 import * as FakeService from "../support/FakeService.js"
 import { failure } from "../support/failure.js"
@@ -76,6 +77,13 @@ const statusCases: ReadonlyArray<StatusCase> = [
     extra: { retryable: false }
   },
   {
+    status: 408,
+    reason: "Timeout",
+    reply: { json: { detail: "Request timed out" } },
+    description: "Request timed out",
+    extra: { retryable: true }
+  },
+  {
     status: 409,
     reason: "Conflict",
     reply: { json: { detail: "Another job of this model is running" } },
@@ -101,6 +109,14 @@ const statusCases: ReadonlyArray<StatusCase> = [
     reason: "ServerError",
     reply: { body: "upstream connect error or disconnect/reset before headers" },
     description: "upstream connect error or disconnect/reset before headers",
+    extra: { retryable: true }
+  },
+  {
+    status: 507,
+    reason: "InsufficientStorage",
+    // The embedded backend's form when its disk is full (the trace service's `{"reason": ...}`).
+    reply: { json: { reason: "the disk of /data is full: 10 MB left; free space to go on" } },
+    description: "the disk of /data is full: 10 MB left; free space to go on",
     extra: { retryable: true }
   },
   {
@@ -243,6 +259,33 @@ describe("ApiError: every status and body form, against a real server", () => {
       expect(error.requestId).toBeUndefined()
     })
   )
+})
+
+describe("retry-after as the service sends it", () => {
+  const now = Date.UTC(2025, 0, 2, 3, 4, 5)
+  const cases: ReadonlyArray<readonly [string, Readonly<Record<string, string>>, number | undefined]> = [
+    ["seconds", { "retry-after": "7" }, 7000],
+    ["fractional seconds, rounded up to the millisecond", { "retry-after": "0.0015" }, 2],
+    ["0 seconds", { "retry-after": "0" }, 0],
+    ["negative seconds: none", { "retry-after": "-1" }, undefined],
+    ["blank: none", { "retry-after": "  " }, undefined],
+    ["neither a number nor a date: none", { "retry-after": "soon" }, undefined],
+    ["an HTTP date, from now", { "retry-after": new Date(now + 30_000).toUTCString() }, 30_000],
+    ["an HTTP date in the past: 0", { "retry-after": new Date(now - 30_000).toUTCString() }, 0],
+    ["retry-after-ms wins", { "retry-after-ms": "1500", "retry-after": "9" }, 1500],
+    ["retry-after-ms 0 wins", { "retry-after-ms": "0", "retry-after": "9" }, 0],
+    ["retry-after-ms fractional, rounded up", { "retry-after-ms": "2.5" }, 3],
+    ["a blank retry-after-ms gives way to retry-after", { "retry-after-ms": " ", "retry-after": "9" }, 9000],
+    ["a negative retry-after-ms gives way to retry-after", { "retry-after-ms": "-5", "retry-after": "9" }, 9000],
+    ["a retry-after-ms that is no number gives way", { "retry-after-ms": "soon", "retry-after": "9" }, 9000],
+    ["no header: none", {}, undefined]
+  ]
+  for (const [name, headers, expected] of cases) {
+    it(`${name}: ${expected === undefined ? "undefined" : `${expected} ms`}`, () => {
+      const parsed = parseRetryAfter(headers, now)
+      expect(parsed === undefined ? undefined : Duration.toMillis(parsed)).toBe(expected)
+    })
+  }
 })
 
 describe("ApiError: transport, time-out and decode failures", () => {

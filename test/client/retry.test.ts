@@ -1,3 +1,8 @@
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -15,7 +20,7 @@ import * as Tracer from "effect/Tracer"
 import { ModelId } from "../../src/api/Model.js"
 import { TrainingJobId } from "../../src/api/TrainingJob.js"
 import type { ApiError, ApiErrorReason } from "../../src/client/ApiError.js"
-import type * as TrainingClient from "../../src/client/TrainingClient.js"
+import * as TrainingClient from "../../src/client/TrainingClient.js"
 import { training } from "../support/clients.js"
 import * as FakeService from "../support/FakeService.js"
 
@@ -559,7 +564,12 @@ describe("a job create on a backend that does not say it honours keys", () => {
     ["a 502 from a proxy", { status: 502, body: "<html>Bad Gateway</html>" }],
     ["a 504 from a proxy", { status: 504, body: "<html>Gateway Timeout</html>" }],
     ["a gateway's 524", { status: 524, body: "" }],
-    ["a 200 whose body does not say which job", { json: { created: true } }]
+    ["a 200 whose body does not say which job", { json: { created: true } }],
+    ["a 408 (the service gave up reading or running it)", { status: 408, json: { detail: "request timeout" } }],
+    // Only a 503 with retry-after says the request was not taken in; a 502's may come from a proxy after it was.
+    ["a 502 with retry-after", { status: 502, headers: { "retry-after": "2" }, body: "bad gateway" }],
+    ["x-should-retry: true on a 500", { status: 500, headers: { "x-should-retry": "true" }, json: { detail: "x" } }],
+    ["a 300, neither a success nor a refusal", { status: 300, body: "" }]
   ]
   for (const [name, reply] of unknown) {
     it.scoped(`${name}: Ambiguous after one attempt, never a blind repeat`, () =>
@@ -598,14 +608,81 @@ describe("a job create on a backend that does not say it honours keys", () => {
     })
   )
 
-  it.scoped("a refusal is what it is (422, 404: nothing was created), not Ambiguous, not repeated", () =>
+  const refused: ReadonlyArray<readonly [string, FakeService.Reply, ApiErrorReason]> = [
+    ["400", { status: 400, json: { detail: "bad" } }, "BadRequest"],
+    ["404", { status: 404, json: { detail: "Model not found" } }, "NotFound"],
+    ["409 (retried where a repeat is safe)", { status: 409, json: { detail: "a job is running" } }, "Conflict"],
+    ["422", { status: 422, json: { detail: [] } }, "Validation"],
+    ["x-should-retry: true on a 400", { status: 400, headers: { "x-should-retry": "true" }, json: {} }, "BadRequest"]
+  ]
+  for (const [name, reply, reason] of refused) {
+    it.scoped(`a refusal (${name}: nothing was created) is what it is, not Ambiguous, not repeated`, () =>
+      Effect.gen(function* () {
+        const server = yield* FakeService.make
+        const client = yield* training(server.url)
+        server.route("POST", path, failFirst(1, reply, ok))
+        const { exit, delays } = yield* drive(create(client))
+        expect(failureOf(exit)).toMatchObject({
+          reason,
+          status: (reply as { status: number }).status,
+          retryable: false
+        })
+        expect(server.count("POST", path)).toBe(1)
+        expect(delays).toEqual([])
+      })
+    )
+  }
+
+  it.scoped("a 503 with retry-after but x-should-retry: false: the service's word wins, not repeated", () =>
     Effect.gen(function* () {
       const server = yield* FakeService.make
       const client = yield* training(server.url)
-      server.route("POST", path, () => ({ status: 404, json: { detail: "Model not found" } }))
-      const { exit } = yield* drive(create(client))
-      expect(failureOf(exit)).toMatchObject({ reason: "NotFound", status: 404, retryable: false })
+      server.route(
+        "POST",
+        path,
+        failFirst(1, { status: 503, headers: { "retry-after": "2", "x-should-retry": "false" }, body: "down" }, ok)
+      )
+      const { exit, delays } = yield* drive(create(client))
+      expect(failureOf(exit)).toMatchObject({ reason: "ServerError", status: 503, retryable: false })
       expect(server.count("POST", path)).toBe(1)
+      expect(delays).toEqual([])
+    })
+  )
+
+  it.scoped("a 200 whose body breaks while it is read: Ambiguous (the job was made), not repeated", () =>
+    Effect.gen(function* () {
+      // The scripted service cannot break a body half way: a bare server sends the head and part of the body,
+      // then drops the connection.
+      let posts = 0
+      const server = http.createServer((req, res) => {
+        posts++
+        req.resume()
+        res.writeHead(200, { "content-type": "application/json", "content-length": "100" })
+        res.write('{"id":"')
+        setTimeout(() => res.socket?.destroy(), 20)
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => server.close())
+      )
+      const client = yield* training(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, {
+        honoursIdempotencyKeys: false
+      })
+      const { exit, delays } = yield* drive(create(client))
+      const error = failureOf(exit)
+      expect(error).toMatchObject({ reason: "Ambiguous", status: 200, idempotencyKey: "step-3", retryable: false })
+      expect(error.description).toContain("Transport")
+      expect(posts).toBe(1)
+      expect(delays).toEqual([])
+    })
+  )
+
+  it.scoped("a base URL that is no URL (a port out of range): InvalidRequest, not Ambiguous, nothing sent", () =>
+    Effect.gen(function* () {
+      const client = yield* training("http://127.0.0.1:99999", { honoursIdempotencyKeys: false })
+      const { exit, delays } = yield* drive(create(client))
+      expect(failureOf(exit)).toMatchObject({ reason: "InvalidRequest", retryable: false })
+      expect(delays).toEqual([])
     })
   )
 
@@ -619,6 +696,43 @@ describe("a job create on a backend that does not say it honours keys", () => {
       expect(error).toMatchObject({ reason: "Transport", retryable: true })
       expect(error.description).toMatch(/ECONNREFUSED/)
       expect(delays).toHaveLength(2)
+    })
+  )
+
+  it.scoped("over fetch (the refusal's code one cause down), a refused connection is retried too", () =>
+    Effect.gen(function* () {
+      const closed = yield* Effect.scoped(Effect.map(FakeService.make, (server) => server.url))
+      const client = yield* TrainingClient.make({
+        baseUrl: closed,
+        maxRetries: 2,
+        honoursIdempotencyKeys: false
+      }).pipe(Effect.provide(FetchHttpClient.layer))
+      const { exit, delays } = yield* drive(create(client))
+      expect(failureOf(exit)).toMatchObject({ reason: "Transport", retryable: true })
+      expect(delays).toHaveLength(2)
+    })
+  )
+
+  it.scoped("a transport failure whose cause says nothing of a refusal: Ambiguous, whatever the cause's shape", () =>
+    Effect.gen(function* () {
+      // Causes no transport here gives (a cycle, a null, a string, none), from a `transformClient` whose attempts
+      // fail with them: the search for the socket's code must end, and find none.
+      const cyclic: { message: string; cause?: unknown } = { message: "loop" }
+      cyclic.cause = cyclic
+      const causes: ReadonlyArray<unknown> = [cyclic, { cause: null }, { cause: "socket gone" }, undefined]
+      for (const cause of causes) {
+        const server = yield* FakeService.make
+        server.route("POST", path, ok)
+        const client = yield* training(server.url, {
+          honoursIdempotencyKeys: false,
+          transformClient: HttpClient.transform((_, request) =>
+            Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause }))
+          )
+        })
+        const { exit, delays } = yield* drive(create(client))
+        expect(failureOf(exit)).toMatchObject({ reason: "Ambiguous", idempotencyKey: "step-3", retryable: false })
+        expect(delays).toEqual([])
+      }
     })
   )
 })

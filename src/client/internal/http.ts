@@ -208,8 +208,9 @@ const unsentOnly = (
   if (evidence.notSent === true) return error.retryable ? error : new ApiError({ ...fieldsOf(error), retryable: true })
   const status = error.status
   if (status === 429) return error
+  // Retryable unless the service said `x-should-retry: false`, which wins over its retry-after.
   if (status === 503 && (error.retryAfter !== undefined || evidence.headers?.["x-should-retry"] === "true")) {
-    return error.retryable ? error : new ApiError({ ...fieldsOf(error), retryable: true })
+    return error
   }
   if (status !== undefined && status >= 400 && status < 500 && status !== 408 && evidence.headers !== undefined) {
     return error.retryable ? new ApiError({ ...fieldsOf(error), retryable: false }) : error
