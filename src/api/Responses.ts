@@ -211,14 +211,40 @@ export type TextConfig = typeof TextConfig.Type
 /** The `include` value that asks for the output text's logprobs. */
 export const INCLUDE_LOGPROBS = "message.output_text.logprobs"
 
+/** The values `include` takes, as OpenAI's API documents them (only {@link INCLUDE_LOGPROBS} changes an answer here). */
+export const Includable = Schema.Literal(
+  "file_search_call.results",
+  "web_search_call.results",
+  "web_search_call.action.sources",
+  "message.input_image.image_url",
+  "computer_call_output.output.image_url",
+  "code_interpreter_call.outputs",
+  "reasoning.encrypted_content",
+  INCLUDE_LOGPROBS
+)
+
+/**
+ * A request's `metadata`, within OpenAI's limits: at most 16 pairs, keys of at most 64 characters, values of at
+ * most 512.
+ */
+export const Metadata = Schema.Record({ key: Schema.String, value: Schema.String.pipe(Schema.maxLength(512)) }).pipe(
+  Schema.filter((metadata) => {
+    const keys = Object.keys(metadata)
+    if (keys.length > 16) return `metadata takes at most 16 key-value pairs, got ${keys.length}`
+    const long = keys.find((key) => key.length > 64)
+    return long === undefined || `a metadata key is at most 64 characters, got ${long.length}`
+  }),
+  Schema.annotations({ identifier: "ResponsesMetadata" })
+)
+
 /** The request of `POST /v1/responses`. */
 export const ResponseCreateRequest = Schema.Struct({
   model: Schema.optional(Schema.NullOr(Schema.String)),
   input: Schema.optional(Schema.Union(Schema.String, Schema.Array(InputItem))),
   instructions: Schema.optional(Schema.NullOr(Schema.String)),
   max_output_tokens: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)))),
-  temperature: Schema.optional(Schema.NullOr(Schema.Finite)),
-  top_p: Schema.optional(Schema.NullOr(Schema.Finite)),
+  temperature: Schema.optional(Schema.NullOr(Schema.Finite.pipe(Schema.between(0, 2)))),
+  top_p: Schema.optional(Schema.NullOr(Schema.Finite.pipe(Schema.between(0, 1)))),
   top_logprobs: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.between(0, 20)))),
   tools: Schema.optional(Schema.NullOr(Schema.Array(RequestTool))),
   tool_choice: Schema.optional(Schema.NullOr(ToolChoice)),
@@ -226,8 +252,8 @@ export const ResponseCreateRequest = Schema.Struct({
   text: Schema.optional(Schema.NullOr(TextConfig)),
   store: Schema.optional(Schema.NullOr(Schema.Boolean)),
   previous_response_id: Schema.optional(Schema.NullOr(Schema.String)),
-  metadata: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String }))),
-  include: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  metadata: Schema.optional(Schema.NullOr(Metadata)),
+  include: Schema.optional(Schema.NullOr(Schema.Array(Includable))),
   stream: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_options: Schema.optional(
     Schema.NullOr(Schema.Struct({ include_obfuscation: Schema.optional(Schema.Boolean) }))
