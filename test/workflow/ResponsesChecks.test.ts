@@ -41,15 +41,14 @@ const ACCEPTED: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
   ]
 ]
 
+/** What a surface answered: the status and, for an error, its OpenAI body. */
+interface Answer {
+  readonly status: number
+  readonly body: { readonly error?: { readonly message?: string; readonly param?: string | null } }
+}
+
 /** Sends every case with `post`; what each answered. */
-const table = (
-  post: (
-    body: Record<string, unknown>
-  ) => Promise<{
-    readonly status: number
-    readonly body: { readonly error?: { readonly message?: string; readonly param?: string | null } }
-  }>
-) =>
+const table = (post: (body: Record<string, unknown>) => Promise<Answer>) =>
   Effect.promise(async () => {
     const refused = []
     for (const [name, fields, param] of REFUSED) {
@@ -83,7 +82,7 @@ describe("the Responses request's checks", () => {
             headers: { authorization: `Bearer ${Redacted.value(apiKey)}`, "content-type": "application/json" },
             body: JSON.stringify(body)
           })
-          return { status: response.status, body: await response.json() }
+          return { status: response.status, body: (await response.json()) as Answer["body"] }
         })
         check(result)
       })
@@ -101,7 +100,7 @@ describe("the Responses request's checks", () => {
                 headers: { "content-type": "application/json" },
                 body: JSON.stringify(body)
               })
-              return { status: response.status, body: await response.json() }
+              return { status: response.status, body: (await response.json()) as Answer["body"] }
             })
           )
         )
