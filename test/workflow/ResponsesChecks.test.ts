@@ -107,5 +107,41 @@ describe("the Responses request's checks", () => {
         check(finished.value)
       })
     )
+
+    it.effect("a rollout names a previous_response_id cycle, and does not follow it", () =>
+      Effect.gen(function* () {
+        const policy = yield* Policy.trainable({ project: "checks", name: "cycle", base_model: TINY })
+        const finished = yield* Rollout.run(
+          policy,
+          Effect.gen(function* () {
+            const fetch = yield* RolloutFetch.fetch()
+            const { recorder } = yield* Rollout.Current
+            return yield* Effect.promise(async () => {
+              const create = async (body: Record<string, unknown>) => {
+                const response = await fetch(`${RolloutFetch.BASE_URL}/responses`, {
+                  method: "POST",
+                  headers: { "content-type": "application/json" },
+                  body: JSON.stringify({ ...base, ...body })
+                })
+                return { status: response.status, body: (await response.json()) as { id: string } & Answer["body"] }
+              }
+              const first = await create({})
+              const second = await create({ previous_response_id: first.body.id })
+              // The rollout's store damaged: the first response now continues the second.
+              const stored = recorder.responses.get(first.body.id)!
+              recorder.responses.set(first.body.id, { ...stored, previousResponseId: second.body.id })
+              return { first, second, third: await create({ previous_response_id: second.body.id }) }
+            })
+          })
+        )
+        const { first, second, third } = finished.value
+        expect([first.status, second.status]).toEqual([200, 200])
+        expect(third.status).toBe(400)
+        expect(third.body.error).toMatchObject({
+          param: "previous_response_id",
+          message: `Previous response with id '${second.body.id}' continues a cycle: '${first.body.id}' continues '${second.body.id}', which the chain passed already.`
+        })
+      })
+    )
   })
 })

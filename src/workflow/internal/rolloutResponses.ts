@@ -10,10 +10,12 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { type ChatCompletion, ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { ChunkJoin } from "../../api/internal/chunkJoin.js"
+import { follow } from "../../api/internal/responseChain.js"
 import { ResponseCreateRequest } from "../../api/Responses.js"
 import {
   type AnyItem,
@@ -51,29 +53,23 @@ const refused = (error: ResponsesRequestError) =>
 
 const notFound = (id: string) => errorResponse(404, `Response with id '${id}' not found.`, "invalid_request_error")
 
-/** The items of the responses a request continues, oldest first, or the 400 naming a missing one. */
+/** The items of the responses a request continues, oldest first, or the 400 naming why the chain breaks. */
 const historyOf = (
   stored: ReadonlyMap<string, StoredResponse>,
   previousId: string | null | undefined
-): Either.Either<Array<AnyItem>, Response> => {
-  const chain: Array<StoredResponse> = []
-  for (let id = previousId; id != null; ) {
-    const found = stored.get(id)
-    if (found === undefined || chain.length > stored.size) {
-      return Either.left(
-        errorResponse(
-          400,
-          `Previous response with id '${id}' not found.`,
-          "invalid_request_error",
-          "previous_response_id"
-        )
-      )
-    }
-    chain.push(found)
-    id = found.previousResponseId
-  }
-  return Either.right(historyItemsOf(chain))
-}
+): Either.Either<Array<AnyItem>, Response> =>
+  Effect.runSync(
+    follow(
+      previousId,
+      (id) => Effect.sync(() => Option.fromNullable(stored.get(id))),
+      (one) => ({ id: one.response.id, previousResponseId: one.previousResponseId })
+    )
+  ).pipe(
+    Either.mapBoth({
+      onLeft: (error) => errorResponse(400, error.message, "invalid_request_error", error.param),
+      onRight: historyItemsOf
+    })
+  )
 
 /** A stored item by id, among every response the rollout kept. */
 const resolverOf = (stored: ReadonlyMap<string, StoredResponse>) => (id: string) => {

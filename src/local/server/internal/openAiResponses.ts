@@ -20,6 +20,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { ChatCompletionRequest } from "../../../api/ChatCompletion.js"
+import { follow } from "../../../api/internal/responseChain.js"
 import { type Response, ResponseCreateRequest } from "../../../api/Responses.js"
 import {
   type AnyItem,
@@ -41,7 +42,7 @@ import {
 } from "../../../api/ResponsesChat.js"
 import { EngineError } from "../../engine/EngineError.js"
 import { runRounds } from "../../engine/Sampler.js"
-import { type StoredResponse, StoredResponses } from "../../store/StoredResponses.js"
+import { StoredResponses } from "../../store/StoredResponses.js"
 import { admit, BASE_MODEL, chunkStream } from "./inference.js"
 import type { PolicyCache } from "./policyCache.js"
 import { openAi } from "./responses.js"
@@ -50,9 +51,6 @@ import type { SamplingBudget } from "./sampling.js"
 const decodeRequest = Schema.decodeUnknownEither(ResponseCreateRequest)
 const decodeChat = Schema.decodeUnknownEither(ChatCompletionRequest)
 
-/** The longest `previous_response_id` chain followed (a guard against a cycle in a damaged store). */
-const MAX_CHAIN = 10_000
-
 const invalidRequest = (message: string, param: string | null = null) =>
   openAi(400, "invalid_request_error", message, param)
 
@@ -60,26 +58,13 @@ const notFound = (id: string) => openAi(404, "invalid_request_error", `Response 
 
 /** The items of the responses a request continues, oldest first: each one's input items, then its output. */
 const historyOf = (store: StoredResponses["Type"], previousId: string | null | undefined) =>
-  Effect.gen(function* () {
-    const chain: Array<StoredResponse> = []
-    let id = previousId
-    while (id != null && chain.length < MAX_CHAIN) {
-      const stored = yield* store.get(id)
-      if (Option.isNone(stored)) {
-        return Either.left(
-          invalidRequest(
-            chain.length === 0
-              ? `Previous response with id '${id}' not found.`
-              : `Previous response with id '${id}' (continued by '${chain.at(-1)?.response.id}') not found.`,
-            "previous_response_id"
-          )
-        )
-      }
-      chain.push(stored.value)
-      id = stored.value.previousResponseId
-    }
-    return Either.right(historyItemsOf(chain))
-  })
+  Effect.map(
+    follow(previousId, store.get, (stored) => ({
+      id: stored.response.id,
+      previousResponseId: stored.previousResponseId
+    })),
+    Either.mapBoth({ onLeft: (error) => invalidRequest(error.message, error.param), onRight: historyItemsOf })
+  )
 
 /** The stored items the request's `item_reference`s name, by id (those found). */
 const referencedItems = (
