@@ -88,6 +88,49 @@ describe("the Responses request's checks", () => {
       })
     )
 
+    it.effect("any response id that is not one is a 404 (get, delete, input items), on both surfaces", () =>
+      Effect.gen(function* () {
+        const { url, apiKey } = yield* LocalBackend.LocalBackend
+        const policy = yield* Policy.trainable({ project: "checks", name: "ids", base_model: TINY })
+        const ids = ["resp_nosuch", "x".repeat(120), "%zz", "a%2Fb"]
+        const routes = (id: string) => [
+          ["GET", `/responses/${id}`],
+          ["DELETE", `/responses/${id}`],
+          ["GET", `/responses/${id}/input_items`]
+        ]
+        const ask = (send: (method: string, path: string) => Promise<Answer>) =>
+          Effect.promise(async () => {
+            const answers = []
+            for (const id of ids) {
+              for (const [method, path] of routes(id)) {
+                const answer = await send(method!, path!)
+                answers.push({ method, path, status: answer.status, type: answer.body.error?.message === undefined })
+              }
+            }
+            return answers
+          })
+        const local = yield* ask(async (method, path) => {
+          const response = await fetch(`${url}/v1${path}`, {
+            method,
+            headers: { authorization: `Bearer ${Redacted.value(apiKey)}` }
+          })
+          return { status: response.status, body: (await response.json()) as Answer["body"] }
+        })
+        const rollout = yield* Rollout.run(
+          policy,
+          Effect.flatMap(RolloutFetch.fetch(), (fetch) =>
+            ask(async (method, path) => {
+              const response = await fetch(`${RolloutFetch.BASE_URL}${path}`, { method })
+              return { status: response.status, body: (await response.json()) as Answer["body"] }
+            })
+          )
+        )
+        for (const answer of [...local, ...rollout.value]) {
+          expect(answer).toEqual({ ...answer, status: 404, type: false })
+        }
+      })
+    )
+
     it.effect("a rollout's /v1/responses", () =>
       Effect.gen(function* () {
         const policy = yield* Policy.trainable({ project: "checks", name: "responses", base_model: TINY })

@@ -53,6 +53,15 @@ const refused = (error: ResponsesRequestError) =>
 
 const notFound = (id: string) => errorResponse(404, `Response with id '${id}' not found.`, "invalid_request_error")
 
+/** A path segment's id, percent-decoded; `undefined` when it is not valid percent-encoding (`%zz`): no such id. */
+const decodedId = (segment: string): string | undefined => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return undefined
+  }
+}
+
 /** The items of the responses a request continues, oldest first, or the 400 naming why the chain breaks. */
 const historyOf = (
   stored: ReadonlyMap<string, StoredResponse>,
@@ -184,7 +193,8 @@ export const responsesRoute = async (
   }
   const match = /^\/responses\/([^/]+)(\/input_items)?$/.exec(route)
   if (match === null) return errorResponse(404, `${method} ${route} is not served`, "not_found_error")
-  const id = decodeURIComponent(match[1]!)
+  const id = decodedId(match[1]!)
+  if (id === undefined) return notFound(match[1]!)
   const recorder = await context.run(Effect.map(Rollout.Current, (current) => current.recorder))
   if (Exit.isFailure(recorder)) return failureResponse(recorder.cause)
   const stored = recorder.value.responses

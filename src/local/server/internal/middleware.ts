@@ -31,7 +31,7 @@ import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
 import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { SIGN_IN_PATH } from "../DashboardApi.js"
-import { admit } from "./admit.js"
+import { admit, surfaceError } from "./admit.js"
 import { isUiPath, serveAsset } from "./assets.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
@@ -212,6 +212,9 @@ export const errors =
             if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
               const allowed = allowedMethods(table, pathname(request))
               if (allowed.length === 0) return Responses.detail(404, "Not Found")
+              // The path's own method, refused by the router for its parameter (longer than it takes, or not valid
+              // percent-encoding): no such object, not another method.
+              if (allowed.includes(request.method.toUpperCase())) return noSuchObject(pathname(request))
               return HttpServerResponse.setHeader(
                 Responses.detail(405, "Method Not Allowed"),
                 "allow",
@@ -237,3 +240,11 @@ export const errors =
         })
       )
     )
+
+/** A 404 for an object whose id the router could not take, in the path's surface's shape. */
+const noSuchObject = (path: string): HttpServerResponse.HttpServerResponse => {
+  const response = /^\/v1\/responses\/([^/]+)/.exec(path)
+  return response === null
+    ? surfaceError(path, 404, "NotFoundError", "Not Found")
+    : Responses.openAi(404, "invalid_request_error", `Response with id '${response[1]}' not found.`)
+}
