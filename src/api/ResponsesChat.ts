@@ -122,12 +122,24 @@ interface PendingAssistant {
 }
 
 /** The messages of a sequence of items (see the module); `where` names the items for errors. */
+/** Whether `text` is a JSON text. */
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const messagesOf = (
   items: ReadonlyArray<{ readonly item: AnyItem; readonly param: string }>,
   resolve: ((id: string) => AnyItem | undefined) | undefined
 ): Either.Either<Array<Message>, ResponsesRequestError> => {
   const messages: Array<Message> = []
   let pending: PendingAssistant | undefined
+  // The calls of the conversation so far: a tool output must answer one of them.
+  const calls = new Set<string>()
   const flush = () => {
     if (pending === undefined) return
     messages.push({
@@ -167,6 +179,10 @@ const messagesOf = (
         if (typeof item.call_id !== "string" || typeof item.name !== "string" || typeof item.arguments !== "string") {
           return invalid(param, `${param} must have call_id, name and arguments (strings)`)
         }
+        if (!isJson(item.arguments)) {
+          return invalid(`${param}.arguments`, `${param}.arguments must be JSON (the call's arguments as a JSON text)`)
+        }
+        calls.add(item.call_id)
         pending ??= { content: null, refusal: undefined, calls: [] }
         pending.calls.push({
           id: item.call_id,
@@ -179,6 +195,12 @@ const messagesOf = (
         if (typeof item.call_id !== "string") return invalid(`${param}.call_id`, `${param} must have a call_id`)
         const text = textOf(item.output, `${param}.output`, false)
         if (Either.isLeft(text)) return text.left
+        if (!calls.has(item.call_id)) {
+          return invalid(
+            `${param}.call_id`,
+            `No tool call found for function call output with call_id ${item.call_id} (${param} answers no function_call of the conversation)`
+          )
+        }
         flush()
         messages.push({ role: "tool", tool_call_id: item.call_id, content: text.right.text } as Message)
         return undefined

@@ -369,6 +369,27 @@ describe("ResponsesChat.chatRequestOf, field by field", () => {
   it("each refusal names its field and says why", () => {
     const cases: ReadonlyArray<readonly [unknown, string | null, string]> = [
       [{ input: [{ role: "tool", content: "x" }] }, "input[0].role", 'input[0] has role "tool"'],
+      [
+        { input: [{ type: "function_call_output", call_id: "call_9", output: "3" }] },
+        "input[0].call_id",
+        "No tool call found for function call output with call_id call_9 (input[0] answers no function_call"
+      ],
+      [
+        {
+          input: [
+            { type: "function_call", call_id: "call_1", name: "add", arguments: "{}" },
+            { type: "function_call_output", call_id: "call_1", output: "3" },
+            { type: "function_call_output", call_id: "call_2", output: "4" }
+          ]
+        },
+        "input[2].call_id",
+        "call_id call_2"
+      ],
+      [
+        { input: [{ type: "function_call", call_id: "call_1", name: "add", arguments: "{not json" }] },
+        "input[0].arguments",
+        "input[0].arguments must be JSON"
+      ],
       [{ input: [{ role: "user", content: 5 }] }, "input[0].content", "input[0].content must be a string or an array"],
       [
         {

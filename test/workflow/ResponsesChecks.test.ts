@@ -16,6 +16,9 @@ import { TINY, WorkflowBackend } from "./support.js"
 const base = { model: TINY, input: "hi", max_output_tokens: 2 }
 const sixteen = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, "v"]))
 
+const call = { type: "function_call", call_id: "call_1", name: "add", arguments: '{"a":1,"b":2}' }
+const output = { type: "function_call_output", call_id: "call_1", output: "3" }
+
 /** Bodies the API refuses: the field each 400 must name. */
 const REFUSED: ReadonlyArray<readonly [string, Record<string, unknown>, string]> = [
   ["temperature above 2", { temperature: 3 }, "temperature"],
@@ -24,11 +27,27 @@ const REFUSED: ReadonlyArray<readonly [string, Record<string, unknown>, string]>
   ["an include value OpenAI does not know", { include: ["bogus.include"] }, "include"],
   ["17 metadata pairs", { metadata: { ...sixteen, k16: "v" } }, "metadata"],
   ["a metadata value of 513 characters", { metadata: { k: "x".repeat(513) } }, "metadata"],
-  ["a metadata key of 65 characters", { metadata: { ["k".repeat(65)]: "v" } }, "metadata"]
+  ["a metadata key of 65 characters", { metadata: { ["k".repeat(65)]: "v" } }, "metadata"],
+  [
+    "a tool output that answers no call",
+    {
+      input: [
+        { role: "user", content: "hi" },
+        { type: "function_call_output", call_id: "call_x", output: "3" }
+      ]
+    },
+    "input"
+  ],
+  [
+    "a call whose arguments are not JSON",
+    { input: [{ role: "user", content: "hi" }, { ...call, arguments: "{not json" }, output] },
+    "input"
+  ]
 ]
 
 /** Bodies at the limits, answered. */
 const ACCEPTED: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+  ["a call and its output", { input: [{ role: "user", content: "hi" }, call, output] }],
   ["temperature 2 and top_p 1", { temperature: 2, top_p: 1 }],
   ["temperature 0", { temperature: 0 }],
   [
