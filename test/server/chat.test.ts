@@ -58,6 +58,20 @@ describe("chat completions", () => {
         const short = yield* send("POST", "/v1/chat/completions", { model: BASE_MODEL, messages, max_tokens: 4 })
         expect(short.status).toBe(400)
         expect(JSON.stringify(short.json)).toContain("maximum context length is 512 tokens")
+        expect(short.json).toMatchObject({ error: { param: "messages" } })
+        // A limit no prompt leaves room for is named, not the messages.
+        for (const [field, limit] of [
+          ["max_tokens", 512],
+          ["max_completion_tokens", 2 ** 31]
+        ] as const) {
+          const over = yield* send("POST", "/v1/chat/completions", {
+            model: BASE_MODEL,
+            messages: [{ role: "user", content: "hi" }],
+            [field]: limit
+          })
+          expect(over.status).toBe(400)
+          expect(over.json).toMatchObject({ error: { param: field } })
+        }
       })
     )
 

@@ -28,6 +28,9 @@ const REFUSED: ReadonlyArray<readonly [string, Record<string, unknown>, string]>
   ["17 metadata pairs", { metadata: { ...sixteen, k16: "v" } }, "metadata"],
   ["a metadata value of 513 characters", { metadata: { k: "x".repeat(513) } }, "metadata"],
   ["a metadata key of 65 characters", { metadata: { ["k".repeat(65)]: "v" } }, "metadata"],
+  ["max_output_tokens past the context", { max_output_tokens: 1_000_000_000 }, "max_output_tokens"],
+  ["max_output_tokens of 2^31", { max_output_tokens: 2 ** 31 }, "max_output_tokens"],
+  ["an input past the context", { input: "word ".repeat(4_000) }, "input"],
   [
     "a tool output that answers no call",
     {

@@ -225,7 +225,8 @@ export const plan = <S extends DecodeState>(
   if (promptIds.length + maxTokens > context) {
     throw new EngineError({
       kind: "ContextOverflow",
-      param: "messages",
+      // A limit that no prompt leaves room for is the limit's fault; otherwise the messages take the room.
+      param: requested !== null && requested >= context ? maxParam : "messages",
       message: `This model's maximum context length is ${context} tokens. However, you requested ${promptIds.length + maxTokens} tokens (${promptIds.length} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`
     })
   }
