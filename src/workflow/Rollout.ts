@@ -36,7 +36,7 @@ import { chunksOf } from "../api/internal/chunkSplit.js"
 import type { History, Metadata, Trajectory } from "../api/Trajectory.js"
 import { ApiError } from "../client/ApiError.js"
 import * as ChatStream from "../client/ChatStream.js"
-import { InvalidTurn, Recorder } from "./internal/recorder.js"
+import { type Checked, InvalidTurn, Recorder } from "./internal/recorder.js"
 import { choiceJson, messagesOf, rolloutOpened, toJson, toJsonObject } from "./internal/tracing.js"
 import type { Policy, Request } from "./Policy.js"
 import * as Tracing from "./Tracing.js"
@@ -118,21 +118,30 @@ const chatCall = (policy: Policy, request: Request) => (): Tracing.CallOptions<C
 export const chat = (request: Request): Effect.Effect<ChatCompletion, ApiError | InvalidTurn, Current> =>
   Effect.flatMap(Current, ({ policy, recorder }) =>
     Effect.flatMap(recorder.check(request.messages), (checked) =>
-      policy.complete({ ...request, logprobs: true, return_token_ids: true }).pipe(
-        Effect.filterOrFail(
-          (completion) => completion.choices.length > 0,
-          (completion) => noChoice(completion)
-        ),
-        Effect.tap((completion) =>
-          // The filter above leaves only completions with a choice.
-          Effect.map(Recorder.choiceOf(completion.choices[0]!, completion.id), (choice) =>
-            recorder.record(checked, choice, completion, request.tools)
-          )
-        ),
-        (completion) => Tracing.call(chatCall(policy, request), completion)
-      )
+      policy
+        .complete({ ...request, logprobs: true, return_token_ids: true })
+        .pipe(recordedAs(recorder, checked, request), (completion) =>
+          Tracing.call(chatCall(policy, request), completion)
+        )
     )
   )
+
+/** A completion recorded as the turn of `request` (its first choice; a completion without one fails). */
+const recordedAs =
+  (recorder: Recorder, checked: Checked, request: Request) =>
+  <E>(completion: Effect.Effect<ChatCompletion, E>): Effect.Effect<ChatCompletion, E | ApiError | InvalidTurn> =>
+    completion.pipe(
+      Effect.filterOrFail(
+        (completion) => completion.choices.length > 0,
+        (completion) => noChoice(completion)
+      ),
+      Effect.tap((completion) =>
+        // The filter above leaves only completions with a choice.
+        Effect.map(Recorder.choiceOf(completion.choices[0]!, completion.id), (choice) =>
+          recorder.record(checked, choice, completion, request.tools)
+        )
+      )
+    )
 
 /**
  * {@link chat} streamed: the policy's chunks as they are sampled (with `logprobs`, `token_ids` and a usage chunk
@@ -163,15 +172,7 @@ export const chatStream = (request: Request): Stream.Stream<ChatCompletionChunk,
       // Joins the chunks as they are relayed; records the turn once they have all come.
       const whole = ChatStream.collect(sampled, { onChunk: (chunk) => Queue.unsafeOffer(queue, Take.of(chunk)) }).pipe(
         Effect.catchTag("NoSuchElementException", () => Effect.fail(emptyStream())),
-        Effect.filterOrFail(
-          (completion) => completion.choices.length > 0,
-          (completion) => noChoice(completion)
-        ),
-        Effect.tap((completion) =>
-          Effect.map(Recorder.choiceOf(completion.choices[0]!, completion.id), (choice) =>
-            recorder.record(checked, choice, completion, request.tools)
-          )
-        )
+        recordedAs(recorder, checked, request)
       )
       yield* Tracing.call(chatCall(policy, request), whole).pipe(
         Effect.onExit((exit) => Queue.offer(queue, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause))),
