@@ -8,23 +8,12 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
 import * as ExternalAgent from "../../src/workflow/ExternalAgent.js"
-import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
+import { instant } from "./support.js"
 
-const policy = Policy.make({
-  name: "echo",
-  complete: (request) =>
-    Effect.succeed({
-      id: "chatcmpl-echo",
-      object: "chat.completion",
-      created: 0,
-      model: request.model,
-      choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "ok" } }]
-    } as unknown as ChatCompletion)
-})
+const policy = instant("echo", "ok")
 
 /** The key as the error may show it: the gateway's keys are `sk-rollout-` and 43 random characters. */
 const KEY = /sk-rollout-[A-Za-z0-9_-]{43}/

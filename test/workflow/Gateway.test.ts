@@ -15,33 +15,20 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import OpenAI from "openai"
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions"
-import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
 import { isChoice } from "../../src/api/Trajectory.js"
 import * as ExternalAgent from "../../src/workflow/ExternalAgent.js"
 import { listen } from "../../src/workflow/internal/gateway.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
-import { entryKinds, normalized, toolTurnsByHand, WorkflowBackend } from "./support.js"
+import { entryKinds, instant, normalized, toolTurnsByHand, WorkflowBackend } from "./support.js"
 
 const fixture = new URL("./fixtures/gateway_agent.py", import.meta.url).pathname
 
 const Live = Layer.merge(WorkflowBackend, RolloutGateway.layer())
 
 /** A policy that answers at once with a fixed text (no backend involved). */
-const fixed = (name: string, content: string) =>
-  Policy.make({
-    name,
-    complete: (request) =>
-      Effect.succeed({
-        id: `chatcmpl-${name}`,
-        object: "chat.completion",
-        created: 0,
-        model: request.model,
-        choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content } }],
-        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
-      } as unknown as ChatCompletion)
-  })
+const fixed = instant
 
 /** A policy whose completions never come; it completes `arrived` when a request reaches it. */
 const stuck = (arrived: Deferred.Deferred<void>) =>

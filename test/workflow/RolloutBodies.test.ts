@@ -7,26 +7,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
 import { MAX_JSON_DEPTH, TOO_DEEP } from "../../src/api/internal/jsonDepth.js"
-import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutFetch from "../../src/workflow/RolloutFetch.js"
 import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
+import { instant } from "./support.js"
 
-/** A policy that answers every request at once. */
-const policy = Policy.make({
-  name: "instant",
-  complete: (request) =>
-    Effect.succeed({
-      id: "chatcmpl-instant",
-      object: "chat.completion",
-      created: 0,
-      model: request.model,
-      choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content: "ok" } }],
-      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
-    } as unknown as ChatCompletion)
-})
+const policy = instant("instant", "ok")
 
 /** JSON text of arrays nested `depth` deep. */
 const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`

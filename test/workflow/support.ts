@@ -4,10 +4,11 @@
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import type { ChatCompletion } from "../../src/api/ChatCompletion.js"
 import type { Message, Tool } from "../../src/api/ChatMessage.js"
 import { isChoice, type MessageOrChoice } from "../../src/api/Trajectory.js"
 import * as Backend from "../../src/Backend.js"
-import type * as Policy from "../../src/workflow/Policy.js"
+import * as Policy from "../../src/workflow/Policy.js"
 import * as Reward from "../../src/workflow/Reward.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import { DATA_ROOT } from "../server/support.js"
@@ -103,3 +104,18 @@ export const toolTurnsByHand = (
 /** The kinds of a trajectory's entries: a role, or `choice`. */
 export const entryKinds = (entries: ReadonlyArray<MessageOrChoice>): ReadonlyArray<string> =>
   entries.map((e) => (isChoice(e) ? "choice" : (e as { readonly role: string }).role))
+
+/** A policy that answers every request at once with `content` (no backend: what is tested is around it). */
+export const instant = (name: string, content: string): Policy.Policy =>
+  Policy.make({
+    name,
+    complete: (request) =>
+      Effect.succeed({
+        id: `chatcmpl-${name}`,
+        object: "chat.completion",
+        created: 0,
+        model: request.model,
+        choices: [{ index: 0, finish_reason: "stop", message: { role: "assistant", content } }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+      } as unknown as ChatCompletion)
+  })
