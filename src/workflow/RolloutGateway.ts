@@ -92,7 +92,10 @@ export interface Options {
    * or `::`): the name agents on other machines reach this one by.
    */
   readonly advertisedHost?: string | undefined
-  /** The largest request body accepted, in bytes (default 32 MiB); beyond, a 413. */
+  /**
+   * The largest request body accepted, in bytes (default 4 MiB, room for any request a 131,072-token context can
+   * take); beyond, a 413, before the body is read when it declares its length, else as soon as it passes the limit.
+   */
   readonly maxBodySize?: number | undefined
 }
 

@@ -1,12 +1,16 @@
 /**
- * Bodies nested too deep for a schema, sent to a rollout's endpoint (in process through `RolloutFetch`, and over
- * HTTP through the gateway): a 400 naming the field that nests too deep, at any depth, never a 500; the same
- * limit as the embedded backend's (`MAX_JSON_DEPTH`); the rollout answers the next request as before. Deep
- * bodies once overflowed the stack while their decoding error was being formatted (issue 35).
+ * Hostile bodies sent to a rollout's endpoint (in process through `RolloutFetch`, and over HTTP through the
+ * gateway). Nested too deep for a schema: a 400 naming the field that nests too deep, at any depth, never a 500;
+ * the same limit as the embedded backend's (`MAX_JSON_DEPTH`); deep bodies once overflowed the stack while their
+ * decoding error was being formatted. Larger than the limit (4 MiB by default): a 413 before the body is parsed
+ * (before it is read, over HTTP, when it declares its length). Either way the rollout, and another one, answer
+ * the next request as before (issue 35).
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
+import * as TestServices from "effect/TestServices"
 import { MAX_JSON_DEPTH, TOO_DEEP } from "../../src/api/internal/jsonDepth.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutFetch from "../../src/workflow/RolloutFetch.js"
@@ -104,7 +108,11 @@ const refusesEveryDeepBody = (
 const answerOf = (response: Response) =>
   Effect.promise(async () => ({ status: response.status, text: await response.text() }))
 
-describe("a rollout's endpoint and bodies nested too deep", () => {
+/** A chat request whose one message is `bytes` long. */
+const oversized = (bytes: number) =>
+  JSON.stringify({ model: "m", messages: [{ role: "user", content: "x".repeat(bytes) }] })
+
+describe("a rollout's endpoint and hostile bodies", () => {
   it.effect("RolloutFetch: a 400 naming the field, at any depth", () =>
     Rollout.run(
       policy,
@@ -120,7 +128,101 @@ describe("a rollout's endpoint and bodies nested too deep", () => {
     )
   )
 
+  it.effect("RolloutFetch: a body over the limit is a 413; one under it is answered", () =>
+    Rollout.run(
+      policy,
+      Effect.gen(function* () {
+        const fetch = yield* RolloutFetch.fetch({ maxBodySize: 64 * 1024 })
+        const post = (body: string) =>
+          Effect.flatMap(
+            Effect.promise(() => fetch(`${RolloutFetch.BASE_URL}/chat/completions`, { method: "POST", body })),
+            answerOf
+          )
+        const over = yield* post(oversized(64 * 1024))
+        expect(over.status).toBe(413)
+        expect(JSON.parse(over.text).error).toMatchObject({
+          message: "the request body is larger than 65536 bytes",
+          type: "invalid_request_error"
+        })
+        // Multi-byte text counts in bytes: 30,000 characters of 3 bytes each are over 64 KiB.
+        expect(
+          (yield* post(JSON.stringify({ model: "m", messages: [{ role: "user", content: "€".repeat(30_000) }] })))
+            .status
+        ).toBe(413)
+        expect((yield* post(oversized(60 * 1024))).status).toBe(200)
+      })
+    )
+  )
+
   it.layer(RolloutGateway.layer())((it) => {
+    it.effect("the gateway: a 40 MB body is a 413, declared or streamed; the rollout and another go on", () =>
+      Effect.gen(function* () {
+        const healthy = yield* Effect.fork(
+          Rollout.run(
+            policy,
+            RolloutGateway.withEndpoint((endpoint) =>
+              Effect.promise(async () => {
+                const statuses: Array<number> = []
+                for (let i = 0; i < 20; i++) {
+                  const response = await fetch(`${endpoint.baseUrl}/chat/completions`, {
+                    method: "POST",
+                    headers: { authorization: `Bearer ${Redacted.value(endpoint.apiKey)}` },
+                    body: oversized(10)
+                  })
+                  statuses.push(response.status)
+                  await response.text()
+                }
+                return statuses
+              })
+            )
+          )
+        )
+        const hostile = yield* Rollout.run(
+          policy,
+          RolloutGateway.withEndpoint((endpoint) =>
+            Effect.promise(async () => {
+              const url = `${endpoint.baseUrl}/chat/completions`
+              const headers = { authorization: `Bearer ${Redacted.value(endpoint.apiKey)}` }
+              const big = oversized(40 * 1024 * 1024)
+              const declared = await fetch(url, { method: "POST", headers, body: big })
+              // A body without a length (chunked), refused once it passes the limit.
+              const chunks = new ReadableStream<Uint8Array>({
+                start(controller) {
+                  const piece = new TextEncoder().encode("x".repeat(1024 * 1024))
+                  for (let i = 0; i < 40; i++) controller.enqueue(piece)
+                  controller.close()
+                }
+              })
+              const streamed = await fetch(url, {
+                method: "POST",
+                headers,
+                body: chunks,
+                duplex: "half"
+              } as RequestInit).catch((error: unknown) => error)
+              const after = await fetch(url, { method: "POST", headers, body: oversized(10) })
+              return {
+                declared: { status: declared.status, text: await declared.text() },
+                streamed: streamed instanceof Response ? streamed.status : String(streamed),
+                after: after.status
+              }
+            })
+          )
+        )
+        expect(hostile.value.declared.status).toBe(413)
+        expect(JSON.parse(hostile.value.declared.text).error.message).toBe(
+          "the request body is larger than 4194304 bytes"
+        )
+        // Refused while it was still being sent: a 413, or the connection closed on the rest.
+        expect(
+          hostile.value.streamed === 413 ||
+            /fetch failed|other side closed|EPIPE|ECONNRESET/.test(String(hostile.value.streamed))
+        ).toBe(true)
+        expect(hostile.value.after).toBe(200)
+        const statuses = (yield* Fiber.join(healthy)).value
+        expect(statuses).toEqual(Array.from({ length: 20 }, () => 200))
+      }).pipe(TestServices.provideLive)
+    )
+
     it.effect("the gateway: a 400 naming the field, at any depth", () =>
       Rollout.run(
         policy,

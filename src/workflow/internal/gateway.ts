@@ -13,7 +13,15 @@ import type * as Scope from "effect/Scope"
 import type { Policy } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
 import { Recorder } from "./recorder.js"
-import { errorResponse, type Handler, json, type Options, handler as rolloutHandler } from "./rolloutHttp.js"
+import {
+  DEFAULT_MAX_BODY_SIZE,
+  errorResponse,
+  type Handler,
+  json,
+  type Options,
+  handler as rolloutHandler,
+  tooLarge
+} from "./rolloutHttp.js"
 import { presentedKey, RolloutKeys } from "./rolloutKeys.js"
 
 /** Options of the listener. */
@@ -148,7 +156,7 @@ const advertised = (options: ListenOptions, host: string): string => {
 /** Starts the listener; fails with the listen error (e.g. the port is taken). */
 export const listen = (options: ListenOptions): Promise<Listener> => {
   const host = options.host ?? "127.0.0.1"
-  const maxBody = options.maxBodySize ?? 32 * 1024 * 1024
+  const maxBody = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
   const maxEnded = options.maxEnded ?? 100_000
   const entries = new Map<string, Entry>()
   const keys = new RolloutKeys(maxEnded)
@@ -171,13 +179,12 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
     const hasBody = method !== "GET" && method !== "HEAD"
     let body: Buffer | undefined
     if (hasBody) {
+      // Refused before it is read when it says its size; else as soon as it has passed the limit.
+      if (Number(req.headers["content-length"] ?? Number.NaN) > maxBody) return tooLarge(maxBody)
       try {
         body = await readBody(req, maxBody)
       } catch (error) {
-        if (error instanceof TooLarge) {
-          return errorResponse(413, `the request body is larger than ${maxBody} bytes`, "invalid_request_error")
-        }
-        return undefined
+        return error instanceof TooLarge ? tooLarge(maxBody) : undefined
       }
     }
     const path = match[2] ?? "/"
@@ -255,16 +262,20 @@ export const listen = (options: ListenOptions): Promise<Listener> => {
         register: (registerOptions = {}) =>
           Effect.gen(function* () {
             const { models, ...surface } = registerOptions
-            const handler = yield* rolloutHandler(surface)
+            const handler = yield* rolloutHandler({ ...surface, maxBodySize: maxBody })
             const policy = yield* Rollout.policy
             const fixed = new Map<string, Handler>()
             for (const [name, mapped] of Object.entries(models ?? {})) {
               // A fixed policy's turns are not the trained policy's: they go to a recorder of their own,
               // which nothing reads, so they stay out of the rollout's trajectory.
-              const own = yield* Effect.provideService(rolloutHandler(surface), Rollout.Current, {
-                policy: mapped,
-                recorder: new Recorder()
-              })
+              const own = yield* Effect.provideService(
+                rolloutHandler({ ...surface, maxBodySize: maxBody }),
+                Rollout.Current,
+                {
+                  policy: mapped,
+                  recorder: new Recorder()
+                }
+              )
               fixed.set(name, own)
             }
             const id = randomBytes(12).toString("base64url")

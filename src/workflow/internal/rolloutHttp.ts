@@ -32,11 +32,25 @@ import * as Rollout from "../Rollout.js"
 import { InvalidTurn } from "./recorder.js"
 import { responsesRoute } from "./rolloutResponses.js"
 
+/**
+ * The largest request body a rollout takes by default, in bytes (4 MiB). A request's text all becomes prompt
+ * tokens, so a body fits a context: 131,072 tokens at the worst JSON of a few bytes each (escapes, keys) is about
+ * 1 MiB; the rest is room. A body beyond is refused (413) before it is parsed, so no agent's request can hold the
+ * event loop or the memory that a parse of tens of megabytes takes.
+ */
+export const DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+
 /** Options of a rollout's HTTP surface. */
 export interface Options {
   /** Request fields used for every completion, under what the agent's request sets (e.g. a `seed`). */
   readonly request?: Partial<Omit<PolicyRequest, "messages">> | undefined
+  /** The largest request body taken, in bytes (default {@link DEFAULT_MAX_BODY_SIZE}); beyond, a 413. */
+  readonly maxBodySize?: number | undefined
 }
+
+/** The 413 for a body over `limit` bytes. */
+export const tooLarge = (limit: number): Response =>
+  errorResponse(413, `the request body is larger than ${limit} bytes`, "invalid_request_error")
 
 /** A Web-standard HTTP handler. */
 export type Handler = (request: Request) => Promise<Response>
@@ -266,8 +280,11 @@ const modelsRoute = (context: RouteContext): Response =>
  * before any schema decodes it: decoding and formatting the error recurse once per level), naming the top-level
  * field that nests too deep.
  */
-const readJson = async (request: Request): Promise<{ readonly body: unknown } | Response> => {
+const readJson = async (request: Request, limit: number): Promise<{ readonly body: unknown } | Response> => {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN)
+  if (declared > limit) return tooLarge(limit)
   const text = await request.text()
+  if (Buffer.byteLength(text) > limit) return tooLarge(limit)
   let body: unknown
   try {
     body = JSON.parse(text) as unknown
@@ -300,16 +317,17 @@ export const handler = (options: Options = {}): Effect.Effect<Handler, never, Ro
       options,
       policyName: policy.name
     }
+    const limit = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
     return async (request) => {
       const route = routeOf(new URL(request.url).pathname)
       const method = request.method.toUpperCase()
       if (method === "GET" && route === "/models") return modelsRoute(context)
       if (route === "/chat/completions" && method === "POST") {
-        const read = await readJson(request)
+        const read = await readJson(request, limit)
         return read instanceof Response ? read : chatRoute(context, read.body, request.signal)
       }
       if (route === "/responses" || route.startsWith("/responses/")) {
-        const read = method === "POST" ? await readJson(request) : { body: undefined }
+        const read = method === "POST" ? await readJson(request, limit) : { body: undefined }
         return read instanceof Response
           ? read
           : responsesRoute(context, method, route, read.body, request.signal, new URL(request.url).searchParams)
