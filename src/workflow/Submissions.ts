@@ -87,14 +87,15 @@ export const directory = (dir: string): KeyValueStore.KeyValueStore => {
         throw error
       }
     })
-  const files = attempt("size", root, async () => {
-    try {
-      return (await readdir(root)).filter((name) => !name.endsWith(".tmp"))
-    } catch (error) {
-      if (isMissing(error)) return []
-      throw error
-    }
-  })
+  const files = (method: string) =>
+    attempt(method, root, async () => {
+      try {
+        return (await readdir(root)).filter((name) => !name.endsWith(".tmp"))
+      } catch (error) {
+        if (isMissing(error)) return []
+        throw error
+      }
+    })
   return KeyValueStore.make({
     get: (key) => read("get", key, (path) => readFile(path, "utf8")),
     getUint8Array: (key) => read("getUint8Array", key, async (path) => new Uint8Array(await readFile(path))),
@@ -113,12 +114,12 @@ export const directory = (dir: string): KeyValueStore.KeyValueStore => {
         await rename(temporary, path)
       }),
     remove: (key) => attempt("remove", fileOf(key), () => rm(fileOf(key), { force: true })),
-    clear: Effect.flatMap(files, (names) =>
+    clear: Effect.flatMap(files("clear"), (names) =>
       attempt("clear", root, () => Promise.all(names.map((name) => rm(join(root, name), { force: true })))).pipe(
         Effect.asVoid
       )
     ),
-    size: Effect.map(files, (names) => names.length)
+    size: Effect.map(files("size"), (names) => names.length)
   })
 }
 

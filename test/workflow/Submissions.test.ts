@@ -7,7 +7,7 @@
  * says keys are honoured, read by the client, and an intent recorded before a crash answered with the job
  * created before it.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as KeyValueStore from "@effect/platform/KeyValueStore"
@@ -80,6 +80,9 @@ const service = (options: { readonly honours: boolean; readonly drop?: boolean }
     )
     return { fake, jobs, context, policy }
   })
+
+/** `text` as a literal in a regular expression. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 const records = (dir: string) =>
   readdirSync(dir).map((name) => JSON.parse(readFileSync(join(dir, name), "utf8")) as Record<string, unknown>)
@@ -207,6 +210,122 @@ describe("a create whose answer is lost, on a scripted service", () => {
       expect(records(dir)).toEqual([])
     }).pipe(TestServices.provideLive)
   )
+})
+
+describe("the record on disk (Submissions.directory)", () => {
+  const submission = (step: number, jobId?: string) =>
+    new Submissions.Submission({
+      modelId: "m/1",
+      step,
+      kind: "sft",
+      idempotencyKey: `key-${step}`,
+      ...(jobId === undefined ? {} : { jobId }),
+      submittedAt: new Date(0).toISOString()
+    })
+
+  it.scoped("a record is written whole under its model and step, private to the user, and read back", () =>
+    Effect.gen(function* () {
+      const dir = join(yield* stateDir, "state")
+      expect(Option.isNone(yield* Submissions.get(dir, "m/1", 4))).toBe(true)
+      yield* Submissions.put(dir, submission(4))
+      yield* Submissions.put(dir, submission(4, "job-4"))
+      // One file per key, the key's name encoded; no temporary file left.
+      expect(readdirSync(dir)).toEqual(["m%2F1.step-4.json"])
+      const file = join(dir, "m%2F1.step-4.json")
+      expect(Submissions.describe(dir, "m/1", 4)).toBe(file)
+      expect(statSync(dir).mode & 0o777).toBe(0o700)
+      expect(statSync(file).mode & 0o777).toBe(0o600)
+      expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({
+        modelId: "m/1",
+        step: 4,
+        kind: "sft",
+        idempotencyKey: "key-4",
+        jobId: "job-4",
+        submittedAt: "1970-01-01T00:00:00.000Z"
+      })
+      expect(yield* Submissions.get(dir, "m/1", 4)).toEqual(Option.some(submission(4, "job-4")))
+      yield* Submissions.remove(dir, "m/1", 4)
+      expect(Option.isNone(yield* Submissions.get(dir, "m/1", 4))).toBe(true)
+      // Removing what is not there is nothing.
+      yield* Submissions.remove(dir, "m/1", 4)
+    })
+  )
+
+  it.scoped("as a KeyValueStore: bytes, size and clear, a crashed write's temporary file not counted", () =>
+    Effect.gen(function* () {
+      const dir = join(yield* stateDir, "state")
+      const store = Submissions.directory(dir)
+      // A directory not made yet holds nothing.
+      expect(yield* store.size).toBe(0)
+      yield* store.clear
+      yield* store.set("a", "one")
+      yield* store.set("b", new Uint8Array([1, 2, 3]))
+      writeFileSync(join(dir, "c.0000.tmp"), "half a record")
+      expect(yield* store.size).toBe(2)
+      expect(yield* store.get("a")).toEqual(Option.some("one"))
+      expect(yield* store.getUint8Array("b")).toEqual(Option.some(new Uint8Array([1, 2, 3])))
+      expect(yield* store.getUint8Array("c")).toEqual(Option.none())
+      yield* store.clear
+      expect(yield* store.size).toBe(0)
+      expect(yield* store.get("a")).toEqual(Option.none())
+      expect(yield* store.get("b")).toEqual(Option.none())
+    })
+  )
+
+  it.scoped("a write closes its file: no descriptor left open per record", () =>
+    Effect.gen(function* () {
+      const dir = yield* stateDir
+      const open = () => readdirSync("/proc/self/fd").length
+      const before = open()
+      for (let step = 0; step < 40; step++) yield* Submissions.put(dir, submission(step))
+      expect(open() - before).toBeLessThan(10)
+    })
+  )
+
+  it.scoped("a store that cannot be read or written fails, naming the method and the file", () =>
+    Effect.gen(function* () {
+      const dir = yield* stateDir
+      // A directory where the record's file should be: it cannot be read, nor renamed over.
+      mkdirSync(join(dir, "m%2F1.step-4.json"))
+      const read = yield* Effect.flip(Submissions.get(dir, "m/1", 4))
+      expect(read.message).toMatch(
+        new RegExp(`^Unknown: KeyValueStore\\.get \\(${literal(join(dir, "m%2F1.step-4.json"))}\\): EISDIR`)
+      )
+      expect(read).toMatchObject({ _tag: "SystemError", reason: "Unknown", module: "KeyValueStore", method: "get" })
+      expect((yield* Effect.flip(Submissions.directory(dir).getUint8Array("m/1.step-4.json"))).message).toMatch(
+        /^Unknown: KeyValueStore\.getUint8Array .*EISDIR/
+      )
+      const written = yield* Effect.flip(Submissions.put(dir, submission(4)))
+      expect(written.message).toMatch(/^Unknown: KeyValueStore\.set \(.*m%2F1\.step-4\.json\): E(ISDIR|EXIST|NOTEMPTY)/)
+      // A file where the directory should be.
+      const file = join(dir, "not-a-directory")
+      writeFileSync(file, "")
+      expect((yield* Effect.flip(Submissions.remove(file, "m/1", 4))).message).toMatch(
+        /^Unknown: KeyValueStore\.remove .*ENOTDIR/
+      )
+      const store = Submissions.directory(file)
+      expect((yield* Effect.flip(store.size)).message).toMatch(/^Unknown: KeyValueStore\.size .*ENOTDIR/)
+      expect((yield* Effect.flip(store.clear)).message).toMatch(/^Unknown: KeyValueStore\.clear .*ENOTDIR/)
+      // A directory among the records: clear does not remove it, and says so.
+      const cluttered = join(dir, "cluttered")
+      mkdirSync(join(cluttered, "sub"), { recursive: true })
+      expect((yield* Effect.flip(Submissions.directory(cluttered).clear)).message).toMatch(
+        /^Unknown: KeyValueStore\.clear .*directory/
+      )
+    })
+  )
+
+  it("a store of the user's own is named by the key", () => {
+    const store = KeyValueStore.make({
+      get: () => Effect.succeed(Option.none()),
+      getUint8Array: () => Effect.succeed(Option.none()),
+      set: () => Effect.void,
+      remove: () => Effect.void,
+      clear: Effect.void,
+      size: Effect.succeed(0)
+    })
+    expect(Submissions.describe(store, "m", 3)).toBe("key m.step-3.json")
+  })
 })
 
 describe("the real embedded backend", () => {
