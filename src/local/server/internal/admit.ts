@@ -30,6 +30,20 @@ import * as Responses from "./responses.js"
 import { isTracePath } from "./trace/paths.js"
 import type { Route } from "./validate.js"
 
+/**
+ * The largest body the OpenAI-compatible routes (chat completions, the Responses API) take, in bytes (4 MiB),
+ * under the server's `maxBodySize` for the rest (training bodies of many trajectories can be large). A request's
+ * text all becomes prompt tokens, so any request a model's context can take fits with room (a 131,072-token
+ * context's worst is about 1 MiB; the embedded models take 2,048); a larger one is refused (413) before it is
+ * parsed, and before it is read when it declares its length, so it cannot hold the event loop or the memory a
+ * parse of tens of megabytes takes.
+ */
+export const MAX_OPENAI_BODY = 4 * 1024 * 1024
+
+/** The 413 of an OpenAI-compatible route's body over {@link MAX_OPENAI_BODY}. */
+const openAiTooLarge = () =>
+  Responses.openAi(413, "RequestEntityTooLargeError", `Request body exceeds the limit of ${MAX_OPENAI_BODY} bytes`)
+
 /** The longest file name or form field name `file/create` takes, in characters. */
 export const MAX_FORM_NAME = 1024
 
@@ -184,6 +198,9 @@ export const admit = (
     }
     // The route reads the text itself, and goes through `admitJson` when it needs the parsed body.
     if (TEXT_PATHS.has(pathname)) return Either.right(request)
+    if (Responses.isOpenAiPath(pathname) && Number(request.headers["content-length"] ?? Number.NaN) > MAX_OPENAI_BODY) {
+      return Either.left(openAiTooLarge())
+    }
     return yield* admitJson(request, pathname)
   })
 
@@ -202,6 +219,9 @@ export const admitJson = (
     const text = yield* Effect.either(request.text)
     // A body that fails to arrive whole is left to the route's own reading, which answers it.
     if (Either.isLeft(text)) return Either.right(request)
+    if (Responses.isOpenAiPath(pathname) && Buffer.byteLength(text.right) > MAX_OPENAI_BODY) {
+      return Either.left(openAiTooLarge())
+    }
     // Parsed once here: the depth is counted on the value (a text scan costs about as much as the parse), and
     // the route reads this value. Text that is not JSON is scanned, and its parse error left to the route.
     const parsed = parseJson(text.right)

@@ -57,6 +57,8 @@ export const buffered = (
     for (const [name, value] of Object.entries(request.headers)) {
       if (name !== "transfer-encoding") headers.set(name, value)
     }
+    // Its length now known: what admits a body (its size, media type and depth checks) sees that it has one.
+    headers.set("content-length", String(body.length))
     const web = new Request(`http://localhost${request.url}`, { method: request.method, headers, body })
     return HttpServerRequest.fromWeb(web)
   })
