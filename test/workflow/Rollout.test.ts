@@ -244,6 +244,246 @@ describe("Rollout", () => {
   )
 })
 
+/**
+ * A policy answering the k-th request (from 1) with the assistant message `answer(k)`, `finish_reason` "stop"
+ * (or "tool_calls" with tool calls), and usage unless `usage` is false. A scripted double, as above.
+ */
+const answering = (answer: (k: number) => Record<string, unknown>, options: { readonly usage?: boolean } = {}) => {
+  let k = 0
+  return Policy.make({
+    name: "answering",
+    complete: () =>
+      Effect.sync(() => {
+        const message = { role: "assistant", ...answer(++k) }
+        return {
+          id: `chatcmpl-${k}`,
+          object: "chat.completion",
+          created: 0,
+          model: "answering",
+          choices: [{ index: 0, message, finish_reason: "tool_calls" in message ? "tool_calls" : "stop" }],
+          ...(options.usage === false ? {} : { usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } })
+        } as unknown as ChatCompletion
+      })
+  })
+}
+
+const assistant = (fields: Record<string, unknown>): Message => ({ role: "assistant", ...fields }) as Message
+const call = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } })
+
+/** The main history and the additional ones, each as the keys of its entries (a choice as `choice:<text>`). */
+const shape = (trajectory: Rollout.Finished<unknown>["trajectory"]) => {
+  const of = (entries: ReadonlyArray<unknown>) =>
+    entries.map((e) => {
+      const m = (isChoice(e as never) ? (e as { message: unknown }).message : e) as Record<string, unknown>
+      const text = typeof m.content === "string" ? m.content : JSON.stringify(m.tool_calls ?? null)
+      return `${isChoice(e as never) ? "choice" : m.role}:${text}`
+    })
+  return [
+    of(trajectory.messages_and_choices),
+    ...(trajectory.additional_histories ?? []).map((h) => of(h.messages_and_choices))
+  ]
+}
+
+describe("Rollout: the history a request continues", () => {
+  it.effect("the model's answer sent back in another form continues it: content parts, a name, tool_calls: []", () =>
+    Effect.gen(function* () {
+      const finished = yield* Rollout.run(
+        answering((k) => ({ content: `a${k}` })),
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("q")] })
+          const back = [
+            assistant({ content: [{ type: "text", text: "a1" }] }),
+            assistant({ content: "a1", name: "bot", tool_calls: [] })
+          ]
+          yield* Rollout.chat({ messages: [user("q"), back[0]!, user("more")] })
+          yield* Rollout.chat({
+            messages: [user("q"), back[1]!, user("more"), assistant({ content: "a2" }), user("m")]
+          })
+        })
+      )
+      expect(shape(finished.trajectory)).toEqual([
+        ["user:q", "choice:a1", "user:more", "choice:a2", "user:m", "choice:a3"]
+      ])
+    })
+  )
+
+  it.effect("a request that ends with the model's last answer continues its history", () =>
+    Effect.gen(function* () {
+      const finished = yield* Rollout.run(
+        answering((k) => ({ content: `a${k}` })),
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("q")] })
+          yield* Rollout.chat({ messages: [user("q"), assistant({ content: "a1" })] })
+        })
+      )
+      expect(shape(finished.trajectory)).toEqual([["user:q", "choice:a1", "choice:a2"]])
+    })
+  )
+
+  it.effect("tool calls are matched by name and arguments, not by id; a tool result by its call id", () =>
+    Effect.gen(function* () {
+      const calls = [call("c1", "add", '{"a":1}')]
+      const finished = yield* Rollout.run(
+        answering((k) => (k === 1 ? { content: null, tool_calls: calls } : { content: `a${k}` })),
+        Effect.gen(function* () {
+          const q = user("q")
+          yield* Rollout.chat({ messages: [q] })
+          const result = (id: string) => ({ role: "tool", tool_call_id: id, content: "2" }) as Message
+          // Edited arguments, another tool: each a history of its own.
+          yield* Rollout.chat({
+            messages: [q, assistant({ content: null, tool_calls: [call("c1", "add", '{"a":2}')] }), result("c1")]
+          })
+          yield* Rollout.chat({
+            messages: [q, assistant({ content: null, tool_calls: [call("c1", "sub", '{"a":1}')] }), result("c1")]
+          })
+          // The SDK's own id for the call: the same call.
+          const sent = assistant({ content: null, tool_calls: [call("other-id", "add", '{"a":1}')] })
+          yield* Rollout.chat({ messages: [q, sent, result("c1")] })
+          // The result of another call: another history.
+          yield* Rollout.chat({ messages: [q, sent, result("c2"), assistant({ content: "a4" }), user("u")] })
+        })
+      )
+      const tools = (args: string, name = "add", id = "c1") =>
+        JSON.stringify([{ id, type: "function", function: { name, arguments: args } }])
+      expect(shape(finished.trajectory)).toEqual([
+        ["user:q", `choice:${tools('{"a":1}')}`, "tool:2", "choice:a4"],
+        ["user:q", `assistant:${tools('{"a":2}')}`, "tool:2", "choice:a2"],
+        ["user:q", `assistant:${tools('{"a":1}', "sub")}`, "tool:2", "choice:a3"],
+        ["user:q", `assistant:${tools('{"a":1}', "add", "other-id")}`, "tool:2", "assistant:a4", "user:u", "choice:a5"]
+      ])
+    })
+  )
+
+  it.effect("custom tool calls are matched by name and input", () =>
+    Effect.gen(function* () {
+      const custom = (input: string, name = "shell") => ({ id: "c1", type: "custom", custom: { name, input } })
+      const finished = yield* Rollout.run(
+        answering((k) => (k === 1 ? { content: null, tool_calls: [custom("ls")] } : { content: `a${k}` })),
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("q")] })
+          const result = { role: "tool", tool_call_id: "c1", content: "x" } as Message
+          const back = (sent: ReturnType<typeof custom>) => [
+            user("q"),
+            assistant({ content: null, tool_calls: [sent] }),
+            result
+          ]
+          yield* Rollout.chat({ messages: back(custom("rm")) })
+          yield* Rollout.chat({ messages: back(custom("ls", "python")) })
+          yield* Rollout.chat({ messages: back(custom("ls")) })
+        })
+      )
+      expect(shape(finished.trajectory)).toEqual([
+        ["user:q", `choice:${JSON.stringify([custom("ls")])}`, "tool:x", "choice:a4"],
+        ["user:q", `assistant:${JSON.stringify([custom("rm")])}`, "tool:x", "choice:a2"],
+        ["user:q", `assistant:${JSON.stringify([custom("ls", "python")])}`, "tool:x", "choice:a3"]
+      ])
+    })
+  )
+
+  it.effect("a user message's name tells two speakers apart", () =>
+    Effect.gen(function* () {
+      const named = (name: string, content: string) => ({ role: "user", name, content }) as Message
+      const finished = yield* Rollout.run(
+        answering((k) => ({ content: `a${k}` })),
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [named("alice", "hi")] })
+          yield* Rollout.chat({ messages: [named("bob", "hi"), assistant({ content: "a1" }), user("u")] })
+        })
+      )
+      expect(shape(finished.trajectory)).toEqual([
+        ["user:hi", "choice:a1"],
+        ["user:hi", "assistant:a1", "user:u", "choice:a2"]
+      ])
+    })
+  )
+
+  it.effect("of two histories a request continues, the longer, and on a tie the earlier (the main one)", () =>
+    Effect.gen(function* () {
+      const finished = yield* Rollout.run(
+        answering((k) => ({ content: k <= 2 ? "same" : `a${k}` })),
+        Effect.gen(function* () {
+          // The same question twice: two histories alike ([q, same]), the second additional.
+          yield* Rollout.chat({ messages: [user("q")] })
+          yield* Rollout.chat({ messages: [user("q")] })
+          const same = assistant({ content: "same" })
+          yield* Rollout.chat({ messages: [user("q"), same, user("m")] })
+          yield* Rollout.chat({ messages: [user("q"), same, user("m"), assistant({ content: "a3" }), user("n")] })
+        })
+      )
+      expect(shape(finished.trajectory)).toEqual([
+        ["user:q", "choice:same", "user:m", "choice:a3", "user:n", "choice:a4"],
+        ["user:q", "choice:same"]
+      ])
+    })
+  )
+
+  it.effect("a turn without tools keeps the tools of the history; usage left out counts 0", () =>
+    Effect.gen(function* () {
+      const finished = yield* Rollout.run(
+        answering((k) => ({ content: `a${k}` }), { usage: false }),
+        Effect.gen(function* () {
+          yield* Rollout.chat({ messages: [user("q")], tools: [tool] })
+          yield* Rollout.chat({ messages: [user("q"), assistant({ content: "a1" }), user("r")] })
+        })
+      )
+      expect(finished.trajectory.tools).toEqual([tool])
+      expect(finished.trajectory.metrics).toMatchObject({ completions: 2, prompt_tokens: 0, completion_tokens: 0 })
+    })
+  )
+
+  it.effect("what a trajectory cannot take is named: the message, its index, and why", () =>
+    Effect.gen(function* () {
+      const policy = answering((k) => ({ content: `a${k}` }))
+      const noCallId = yield* Effect.flip(
+        Rollout.run(policy, Rollout.chat({ messages: [user("q"), { role: "tool", content: "2" } as Message] }))
+      )
+      expect(noCallId).toMatchObject({ _tag: "InvalidTurn", reason: "Message", index: 1 })
+      expect(noCallId.message).toMatch(/^message 1 of the request cannot be recorded in a trajectory: .*tool_call_id/s)
+      expect(noCallId.message).not.toContain("which trajectories do not take")
+      const role = yield* Effect.flip(
+        Rollout.run(policy, Rollout.append(user("ok"), { role: "grader", content: "x" } as Message))
+      )
+      expect(role.message).toBe(
+        `message 1 cannot be appended to a trajectory: role "grader", which trajectories do not take (only ` +
+          "developer, system, user, assistant, tool and function)"
+      )
+      // Nothing of a refused append is appended, the valid message before it neither.
+      const kept = yield* Rollout.run(
+        policy,
+        Effect.either(Rollout.append(user("ok"), { role: "grader", content: "x" } as Message))
+      )
+      expect(kept.trajectory.messages_and_choices).toEqual([])
+      // A choice whose tool call has no id (a backend that leaves ids out): the message, not the finish_reason.
+      const noId = yield* Effect.flip(
+        Rollout.run(
+          answering(() => ({
+            content: null,
+            tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }]
+          })),
+          Rollout.chat({ messages: [user("q")] })
+        )
+      )
+      expect(noId).toMatchObject({ _tag: "InvalidTurn", reason: "Choice" })
+      // A completion without an id (the field is optional) is named as one.
+      const anonymous = Policy.make({
+        name: "anonymous",
+        complete: () =>
+          Effect.succeed({
+            model: "anonymous",
+            choices: [{ index: 0, message: { role: "assistant", content: "x" }, finish_reason: "abort" }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 }
+          } as unknown as ChatCompletion)
+      })
+      const unnamed = yield* Effect.flip(Rollout.run(anonymous, Rollout.chat({ messages: [user("q")] })))
+      expect(unnamed.message).toMatch(
+        /^the choice of a chat completion cannot be recorded in a trajectory: finish_reason "abort"/
+      )
+      expect(noId.message).toMatch(/^the choice of chat completion chatcmpl-1 cannot be recorded in a trajectory: /)
+      expect(noId.message).toMatch(/: its message does not fit a trajectory: /)
+    })
+  )
+})
+
 describe("Rollout against the embedded backend", () => {
   it.layer(WorkflowBackend, { timeout: 60_000 })((it) => {
     it.effect("a trainable policy records real choices with logprobs and token ids, at step 0", () =>

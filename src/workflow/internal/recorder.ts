@@ -162,7 +162,7 @@ export class Recorder {
       : Either.left(
           new InvalidTurn({
             reason: "Choice",
-            description: `the choice of chat completion ${completionId ?? ""} cannot be recorded in a trajectory: ${choiceProblem(choice, issue)}`
+            description: `the choice of ${completionId === undefined ? "a chat completion" : `chat completion ${completionId}`} cannot be recorded in a trajectory: ${choiceProblem(choice, issue)}`
           })
         )
   }
