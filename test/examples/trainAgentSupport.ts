@@ -11,10 +11,17 @@ import { cliArgs } from "../support/cli.js"
 
 /** The repository's root. */
 export const root = new URL("../../", import.meta.url).pathname
-/** A scratch directory, removed after the file's tests. */
+/**
+ * A scratch directory, removed when the test process exits. Not after a file's tests: with `isolate: false` this
+ * module is loaded once for every file that imports it, so a file's `afterAll` would remove it under the next.
+ */
 export const dir = mkdtempSync(join(tmpdir(), "effect-rl-train-agent-"))
 const children: Array<ChildProcess> = []
+// Each file's commands still running after its tests are killed then; the directory goes with the process.
 afterAll(() => {
+  for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
+})
+process.once("exit", () => {
   for (const child of children) if (child.exitCode === null) child.kill("SIGKILL")
   rmSync(dir, { recursive: true, force: true })
 })
