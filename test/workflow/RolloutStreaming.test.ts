@@ -77,6 +77,25 @@ const spread = (arrivals: ReadonlyArray<number>) => ({
   distinct: new Set(arrivals.map((t) => Math.floor(t / (SPACING / 2)))).size
 })
 
+/**
+ * What every agent must have seen and the rollout recorded: the whole text, its first word while the policy was
+ * still sampling the rest, the words one by one (at distinct times), and the joined turn.
+ */
+const streamedWhole = (
+  name: string,
+  finished: {
+    readonly value: { readonly text: string; readonly arrivals: ReadonlyArray<number>; readonly total: number }
+    readonly trajectory: Rollout.Draft
+  }
+) => {
+  const whole = WORDS.join("")
+  const times = spread(finished.value.arrivals)
+  expect(finished.value.text, name).toBe(whole)
+  expect(times.first, name).toBeLessThan(finished.value.total - (SPACING * WORDS.length) / 2)
+  expect(times.distinct, name).toBeGreaterThanOrEqual(WORDS.length - 2)
+  expect(recordedTexts(finished.trajectory), name).toEqual([whole])
+}
+
 describe("streaming through a rollout", () => {
   it.layer(RolloutGateway.layer(), { timeout: 60_000 })((it) => {
     it.effect(
@@ -85,8 +104,6 @@ describe("streaming through a rollout", () => {
         Effect.gen(function* () {
           const events = { started: 0, ended: 0, interrupted: 0 }
           const policy = slow(events)
-          const whole = WORDS.join("")
-          const minimum = SPACING * WORDS.length
 
           // Chat completions, streamed with the openai SDK.
           const chat = yield* Rollout.run(
@@ -113,13 +130,9 @@ describe("streaming through a rollout", () => {
               })
             )
           )
-          expect(chat.value.text).toBe(whole)
+          streamedWhole("chat completions", chat)
           const times = spread(chat.value.arrivals)
-          // The first word came while the policy was still sampling the rest, and the words came one by one.
-          expect(times.first).toBeLessThan(chat.value.total - minimum / 2)
           expect(times.last - times.first).toBeGreaterThanOrEqual(SPACING * (WORDS.length - 2))
-          expect(times.distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
-          expect(recordedTexts(chat.trajectory)).toEqual([whole])
           const [recorded] = chat.trajectory.messages_and_choices.filter(isChoice)
           expect(recorded!.logprobs?.content?.map((l) => l.token)).toEqual(WORDS)
           expect(recorded!.token_ids).toEqual(WORDS.map((_, i) => 100 + i))
@@ -141,10 +154,7 @@ describe("streaming through a rollout", () => {
               })
             )
           )
-          expect(responses.value.text).toBe(whole)
-          expect(spread(responses.value.arrivals).first).toBeLessThan(responses.value.total - minimum / 2)
-          expect(spread(responses.value.arrivals).distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
-          expect(recordedTexts(responses.trajectory)).toEqual([whole])
+          streamedWhole("the Responses API", responses)
 
           // The AI SDK's streamText over the default (Responses) provider.
           const ai = yield* Rollout.run(
@@ -164,10 +174,7 @@ describe("streaming through a rollout", () => {
               })
             )
           )
-          expect(ai.value.text).toBe(whole)
-          expect(spread(ai.value.arrivals).first).toBeLessThan(ai.value.total - minimum / 2)
-          expect(spread(ai.value.arrivals).distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
-          expect(recordedTexts(ai.trajectory)).toEqual([whole])
+          streamedWhole("the AI SDK", ai)
 
           // The OpenAI Agents SDK's default (Responses) model, run streamed.
           const agents = yield* Rollout.run(
@@ -193,10 +200,7 @@ describe("streaming through a rollout", () => {
               })
             )
           )
-          expect(agents.value.text).toBe(whole)
-          expect(spread(agents.value.arrivals).first).toBeLessThan(agents.value.total - minimum / 2)
-          expect(spread(agents.value.arrivals).distinct).toBeGreaterThanOrEqual(WORDS.length - 2)
-          expect(recordedTexts(agents.trajectory)).toEqual([whole])
+          streamedWhole("the Agents SDK", agents)
           expect(events).toEqual({ started: 4, ended: 4, interrupted: 0 })
         }).pipe(TestServices.provideLive)
     )
