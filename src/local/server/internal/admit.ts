@@ -40,9 +40,9 @@ import type { Route } from "./validate.js"
  */
 export const MAX_OPENAI_BODY = 4 * 1024 * 1024
 
-/** The 413 of an OpenAI-compatible route's body over {@link MAX_OPENAI_BODY}. */
-const openAiTooLarge = () =>
-  Responses.openAi(413, "RequestEntityTooLargeError", `Request body exceeds the limit of ${MAX_OPENAI_BODY} bytes`)
+/** The 413 of a body over `limit` bytes, in the shape of the surface the path belongs to. */
+export const tooLarge = (pathname: string, limit: number): HttpServerResponse.HttpServerResponse =>
+  surfaceError(pathname, 413, "RequestEntityTooLargeError", `Request body exceeds the limit of ${limit} bytes`)
 
 /** The longest file name or form field name `file/create` takes, in characters. */
 export const MAX_FORM_NAME = 1024
@@ -199,7 +199,7 @@ export const admit = (
     // The route reads the text itself, and goes through `admitJson` when it needs the parsed body.
     if (TEXT_PATHS.has(pathname)) return Either.right(request)
     if (Responses.isOpenAiPath(pathname) && Number(request.headers["content-length"] ?? Number.NaN) > MAX_OPENAI_BODY) {
-      return Either.left(openAiTooLarge())
+      return Either.left(tooLarge(pathname, MAX_OPENAI_BODY))
     }
     return yield* admitJson(request, pathname)
   })
@@ -220,7 +220,7 @@ export const admitJson = (
     // A body that fails to arrive whole is left to the route's own reading, which answers it.
     if (Either.isLeft(text)) return Either.right(request)
     if (Responses.isOpenAiPath(pathname) && Buffer.byteLength(text.right) > MAX_OPENAI_BODY) {
-      return Either.left(openAiTooLarge())
+      return Either.left(tooLarge(pathname, MAX_OPENAI_BODY))
     }
     // Parsed once here: the depth is counted on the value (a text scan costs about as much as the parse), and
     // the route reads this value. Text that is not JSON is scanned, and its parse error left to the route.

@@ -31,7 +31,7 @@ import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
 import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { SIGN_IN_PATH } from "../DashboardApi.js"
-import { admit, surfaceError } from "./admit.js"
+import { admit, surfaceError, tooLarge } from "./admit.js"
 import { isUiPath, serveAsset } from "./assets.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
@@ -41,14 +41,6 @@ import { isTracePath } from "./trace/paths.js"
 import { jsonInvalid, type routes, validate } from "./validate.js"
 
 const pathname = (request: HttpServerRequest.HttpServerRequest) => new URL(request.url, "http://localhost").pathname
-
-const tooLarge = (request: HttpServerRequest.HttpServerRequest, limit: number) => {
-  const message = `Request body exceeds the limit of ${limit} bytes`
-  if (isTracePath(pathname(request))) return HttpServerResponse.unsafeJson({ reason: message }, { status: 413 })
-  return Responses.isOpenAiPath(pathname(request))
-    ? Responses.openAi(413, "RequestEntityTooLargeError", message)
-    : Responses.detail(413, message)
-}
 
 const isMaxBytes = (error: unknown): boolean =>
   HttpServerError.isServerError(error) &&
@@ -117,10 +109,11 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
         : Responses.detail(401, "Invalid or missing API key")
     }
     const length = Number(request.headers["content-length"] ?? "0")
-    if (!Number.isFinite(length) || length > options.maxBodySize) return tooLarge(request, options.maxBodySize)
+    if (!Number.isFinite(length) || length > options.maxBodySize)
+      return tooLarge(pathname(request), options.maxBodySize)
     const next = yield* buffered(request, options.maxBodySize)
     if (next === undefined) {
-      return HttpServerResponse.setHeader(tooLarge(request, options.maxBodySize), "connection", "close")
+      return HttpServerResponse.setHeader(tooLarge(pathname(request), options.maxBodySize), "connection", "close")
     }
     const maxBodySize = Option.some(options.maxBodySize)
     const admitted = yield* IncomingMessage.withMaxBodySize(
@@ -221,14 +214,14 @@ export const errors =
                 allowed.join(", ")
               )
             }
-            if (isMaxBytes(error)) return tooLarge(request, maxBodySize)
+            if (isMaxBytes(error)) return tooLarge(pathname(request), maxBodySize)
             const trace = traceErrorResponse(error)
             if (trace !== undefined) return trace
             // A typed error of an endpoint: HttpApiBuilder encodes it with the endpoint's error schema.
             return yield* Effect.failCause(cause)
           }
           const defect = Cause.dieOption(cause)
-          if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(request, maxBodySize)
+          if (Option.isSome(defect) && isMaxBytes(defect.value)) return tooLarge(pathname(request), maxBodySize)
           if (Option.isSome(defect) && isDiskFull(defect.value)) {
             yield* Effect.logWarning(`a write was refused: ${fullMessage(dataDir)}`)
             return diskFull(request, dataDir)
