@@ -11,39 +11,14 @@ import { loadavg } from "node:os"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import type { ChatCompletion } from "../src/api/ChatCompletion.js"
-import * as Policy from "../src/workflow/Policy.js"
 import * as Rollout from "../src/workflow/Rollout.js"
 import * as RolloutFetch from "../src/workflow/RolloutFetch.js"
 import * as RolloutGateway from "../src/workflow/RolloutGateway.js"
+import { BODY, instant, quantile } from "./gateway/instant.js"
 import { median } from "./harness.js"
 
-const policy = Policy.make({
-  name: "instant",
-  complete: (request) =>
-    Effect.succeed({
-      id: "chatcmpl-bench",
-      object: "chat.completion",
-      created: 0,
-      model: request.model,
-      choices: [
-        {
-          index: 0,
-          finish_reason: "stop",
-          message: { role: "assistant", content: "yes" },
-          logprobs: { content: [{ token: "yes", logprob: -0.1, bytes: [121, 101, 115], top_logprobs: [] }] },
-          token_ids: [42]
-        }
-      ],
-      usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }
-    } as unknown as ChatCompletion)
-})
-
-const body = JSON.stringify({ model: "any", messages: [{ role: "user", content: "Shall we?" }], max_tokens: 4 })
-
-const quantile = (values: ReadonlyArray<number>, q: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-}
+const policy = instant
+const body = BODY
 
 const ms = (n: number) => `${n.toFixed(3)} ms`
 

@@ -24,11 +24,11 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import OpenAI from "openai"
-import type { ChatCompletion } from "../src/api/ChatCompletion.js"
 import * as Backend from "../src/Backend.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as Rollout from "../src/workflow/Rollout.js"
 import * as RolloutGateway from "../src/workflow/RolloutGateway.js"
+import { BODY, COMPLETION, instant, quantile } from "./gateway/instant.js"
 
 const flag = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -40,32 +40,6 @@ const REQUESTS = flag("requests", 10)
 const ROUNDS = flag("rounds", 3)
 const TTFT_RUNS = flag("ttft", 20)
 
-const COMPLETION = {
-  id: "chatcmpl-bench",
-  object: "chat.completion",
-  created: 0,
-  model: "instant",
-  choices: [
-    {
-      index: 0,
-      finish_reason: "stop",
-      message: { role: "assistant", content: "yes" },
-      logprobs: { content: [{ token: "yes", logprob: -0.1, bytes: [121, 101, 115], top_logprobs: [] }] },
-      token_ids: [42]
-    }
-  ],
-  usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 }
-}
-const instant = Policy.make({
-  name: "instant",
-  complete: (request) => Effect.succeed({ ...COMPLETION, model: request.model } as unknown as ChatCompletion)
-})
-const BODY = JSON.stringify({ model: "any", messages: [{ role: "user", content: "Shall we?" }], max_tokens: 4 })
-
-const quantile = (values: ReadonlyArray<number>, q: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!
-}
 const ms = (n: number) => `${n.toFixed(2)} ms`
 const row = (name: string, values: ReadonlyArray<number>) =>
   `  ${name.padEnd(16)} p50 ${ms(quantile(values, 0.5)).padStart(10)}  p99 ${ms(quantile(values, 0.99)).padStart(10)}  max ${ms(Math.max(...values)).padStart(10)}`
