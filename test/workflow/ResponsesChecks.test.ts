@@ -126,7 +126,12 @@ describe("the Responses request's checks", () => {
             for (const id of ids) {
               for (const [method, path] of routes(id)) {
                 const answer = await send(method!, path!)
-                answers.push({ method, path, status: answer.status, type: answer.body.error?.message === undefined })
+                answers.push({
+                  method,
+                  path,
+                  status: answer.status,
+                  messageMissing: answer.body.error?.message === undefined
+                })
               }
             }
             return answers
@@ -148,7 +153,7 @@ describe("the Responses request's checks", () => {
           )
         )
         for (const answer of [...local, ...rollout.value]) {
-          expect(answer).toEqual({ ...answer, status: 404, type: false })
+          expect(answer).toEqual({ ...answer, status: 404, messageMissing: false })
         }
       })
     )
