@@ -276,9 +276,14 @@ describe("backups", () => {
               rollout: pick,
               reward
             })
+            // Rewards that differ within each group, so that the step always moves the weights (a group of equal
+            // rewards has no advantage: about one run in twenty trained nothing, and step 1 answered as step 0).
             return yield* Trainer.train(
               policy,
-              groups.map((g) => g.group)
+              groups.map(({ group }) => ({
+                ...group,
+                trajectories: group.trajectories.map((trajectory, i) => ({ ...trajectory, reward: i % 2 }))
+              }))
             )
           })
           // Models written, each followed by a backup, while the sampling and the training run.
