@@ -16,7 +16,10 @@ describe("effect-rl train-agent", () => {
     const agent = join(root, "examples/agents/python/agent.py")
     const sometimes = `input=$(cat); case "$input" in *Ready*) echo "not ready" >&2; exit 3;; esac; printf %s "$input" | python3 ${agent}`
     const [failing, refused, tolerated] = await Promise.all([
-      trainAgent(["python3 -c 'import sys; sys.exit(\"the agent broke\")'", "--scenarios", scenarios, "--steps", "1"]),
+      // With its progress lines (shown when not under a test runner): every run fails at once.
+      trainAgent(["python3 -c 'import sys; sys.exit(\"the agent broke\")'", "--scenarios", scenarios, "--steps", "1"], {
+        VITEST: undefined
+      }),
       trainAgent(["python3 agent.py", "--scenarios", bad]),
       trainAgent([sometimes, "--scenarios", scenarios, "--steps", "1", "--max-failures", "8"])
     ])
@@ -25,6 +28,13 @@ describe("effect-rl train-agent", () => {
       /effect-rl train-agent: .*the agent command python3 exited with code 1[\s\S]*the agent broke/
     )
     expect(failing.out).toContain("more than the 0 tolerated")
+    // The counts agree: the last progress line's failures and finished runs are the sentence's.
+    const sentence =
+      /\((?:the first of (\d+) failed runs|(1) failed run) of the agent, .*; (\d+) of 24 finished\)/.exec(failing.out)
+    const progress = [...failing.out.matchAll(/^gather (\d+)\/24 rollouts, .* \| exceptions (\d+) \|/gm)].at(-1)
+    expect(sentence, failing.out).not.toBeNull()
+    expect(progress, failing.out).toBeDefined()
+    expect([progress![1], progress![2]]).toEqual([sentence![3], sentence![1] ?? sentence![2]])
     expect(failing.out).toContain("to tolerate some, pass --max-failures <n>")
     expect(failing.out).not.toMatch(/\n\s+at /)
     expect(failing.out).not.toContain("summary:")

@@ -26,16 +26,21 @@ process.once("exit", () => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-/** Runs `effect-rl train-agent` on the embedded backend, to its end (`started` sees it start). */
+/**
+ * Runs `effect-rl train-agent` on the embedded backend, to its end (`started` sees it start); `extraEnv` adds
+ * variables to the environment, and removes those it sets to `undefined` (`VITEST`, to see the progress lines).
+ */
 export const trainAgent = async (
   args: ReadonlyArray<string>,
-  extraEnv: Readonly<Record<string, string>> = {},
+  extraEnv: Readonly<Record<string, string | undefined>> = {},
   started?: (child: ChildProcess, output: () => string) => void
 ) => {
   const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
+  const merged: NodeJS.ProcessEnv = { ...env, ...extraEnv }
+  for (const [name, value] of Object.entries(extraEnv)) if (value === undefined) delete merged[name]
   const child = spawn(process.execPath, cliArgs("train-agent", ...args), {
     cwd: root,
-    env: { ...env, ...extraEnv },
+    env: merged,
     stdio: ["ignore", "pipe", "pipe"]
   })
   children.push(child)

@@ -499,6 +499,36 @@ describe("Gather", () => {
     })
   )
 
+  it.effect("a gather failed for its exceptions: the last progress line counts what the error counts", () =>
+    Effect.gen(function* () {
+      // Every rollout fails at once (one latch opens them all), in three groups: with one failure tolerated, the
+      // second fails the gather while others are failing in the same instant, in its group and the other groups.
+      const out: Array<string> = []
+      const latch = yield* Effect.makeLatch(false)
+      const fiber = yield* Effect.fork(
+        Gather.groups({
+          policy: echo(),
+          scenarios: [0, 1, 2],
+          rolloutsPerGroup: 4,
+          rollout: (scenario, i) =>
+            Effect.zipRight(latch.await, Effect.fail(new Boom({ message: `no ${scenario}:${i}` }))),
+          reward: rewardOne,
+          concurrency: 12,
+          maxExceptions: 1,
+          progress: { write: (text) => out.push(text), tty: false, interval: "1 hour", label: "test" }
+        })
+      )
+      yield* Effect.yieldNow()
+      yield* latch.open
+      const error = yield* Effect.flip(Fiber.join(fiber))
+      expect(error.exceptions.length).toBeGreaterThanOrEqual(2)
+      expect(out.at(-1)).toBe(
+        `test ${error.finished}/12 rollouts, 0/3 groups | reward - | exceptions ${error.exceptions.length} | 0 tok/s | 0.0s\n`
+      )
+      expect(error.finished).toBe(error.exceptions.length)
+    })
+  )
+
   it("progress is off under a test runner unless asked, on a terminal or not", () => {
     expect(process.env.VITEST).toBeDefined()
     expect(resolveProgress("auto")).toBeUndefined()

@@ -213,27 +213,36 @@ class Failed {
 
 type Outcome<A> = Done<A> | Failed
 
-/** The gather's shared state: the exceptions so far and the limit. */
+/**
+ * The gather's shared state: the exceptions so far and the limit, and the gather's failure once one exception is
+ * over it. That failure is decided once: a rollout that fails after it (others fail in the same instant, before
+ * the failure stops them) gets the same error and is not counted, so the error and the progress display
+ * (stopped with it) give the same counts, whichever rollout's failure ends the gather.
+ */
 class Ledger {
   readonly exceptions: Array<RolloutException> = []
+  private failure: GatherError | undefined
   constructor(
     readonly limit: number,
     readonly planned: number,
     readonly counters: Counters
   ) {}
 
-  /** Records a failed rollout; the gather's failure when this one is over the limit. */
+  /** Records a failed rollout; the gather's failure when this one is over the limit (or the gather had failed). */
   fail(exception: RolloutException): GatherError | undefined {
+    if (this.failure !== undefined) return this.failure
     this.exceptions.push(exception)
     this.counters.failed()
     if (this.exceptions.length <= this.limit) return undefined
-    return new GatherError({
+    this.failure = new GatherError({
       reason: "TooManyExceptions",
       exceptions: [...this.exceptions],
       limit: this.limit,
       planned: this.planned,
       finished: this.counters.done
     })
+    this.counters.stop()
+    return this.failure
   }
 }
 

@@ -28,7 +28,11 @@ export interface ProgressOptions {
 /** The `progress` option of a gather: `"auto"` (the default), on, off, or on with options. */
 export type ProgressSetting = "auto" | boolean | ProgressOptions
 
-/** What the display shows, updated by the gather. */
+/**
+ * What the display shows, updated by the gather. Once the gather has failed ({@link Counters.stop}) they no
+ * longer change: what rollouts still end while the failure stops them is not shown, so the last line counts
+ * what the gather's error counts.
+ */
 export class Counters {
   /** Rollouts finished (with a trajectory or an exception). */
   done = 0
@@ -41,6 +45,8 @@ export class Counters {
   /** The sum and count of the rewards of finished groups. */
   rewardSum = 0
   rewardCount = 0
+  /** Whether the gather has failed: the counts are final. */
+  stopped = false
 
   constructor(
     readonly total: number,
@@ -49,21 +55,29 @@ export class Counters {
 
   /** A rollout finished with a trajectory that sampled `tokens` completion tokens. */
   succeeded(tokens: number): void {
+    if (this.stopped) return
     this.done++
     this.completionTokens += tokens
   }
 
   /** A rollout failed. */
   failed(): void {
+    if (this.stopped) return
     this.done++
     this.exceptions++
   }
 
   /** A group finished with these (final) rewards. */
   group(rewards: ReadonlyArray<number>): void {
+    if (this.stopped) return
     this.groupsDone++
     for (const r of rewards) this.rewardSum += r
     this.rewardCount += rewards.length
+  }
+
+  /** The gather failed: the counts stay as they are. */
+  stop(): void {
+    this.stopped = true
   }
 }
 
