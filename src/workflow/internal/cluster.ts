@@ -97,7 +97,10 @@ const transient = Schedule.exponential("50 millis", 2).pipe(
   Schedule.intersect(Schedule.recurs(30))
 )
 
-const failed = (type: string, message: string): Outcome => ({ _tag: "Failed", exception: { type, message } })
+const failed = (type: string, message: string): Outcome => ({
+  _tag: "Failed",
+  exception: { type, message, traceback: "" }
+})
 
 /** The agents by name; refuses two of one name. */
 export const byName = (agents: ReadonlyArray<RolloutAgent.Any>): ReadonlyMap<string, RolloutAgent.Any> => {
