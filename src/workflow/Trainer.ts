@@ -37,7 +37,9 @@
  *    and a run resumes after it; if it never appears, no job exists: remove the record named in the error);
  * 2. else the intent (key and request) is written, the job created, and its id written over the intent;
  * 3. a create refused outright (a 4xx, nothing created) removes the intent; `TrainingFailed` removes the
- *    record (that job trained nothing), so the step can be submitted anew.
+ *    record (that job trained nothing), so the step can be submitted anew: a job of this process fails the
+ *    call, one an earlier process recorded (step 1) is logged and the step is submitted anew (the embedded
+ *    backend fails the job it was running when its process was killed, once it starts again).
  * The store's failures are {@link TrainerError} `State`.
  *
  * **The result.** On `training_ended` the new step is the job record's `step` when the backend gives it
@@ -424,9 +426,24 @@ const followRecorded = (
 /**
  * The job recorded for a step, followed to its end, if there is a record: with a job id, that job; with an
  * intent only, the recorded request sent again under its key where the backend honours keys, else
- * `TrainerError` `Ambiguous`.
+ * `TrainerError` `Ambiguous`. A recorded job that failed (`TrainingFailed`: e.g. the embedded backend, stopped
+ * with the process that ran it, fails the job it was running when it starts again) trained nothing: its record
+ * is removed and the answer is `None`, so the step is done anew, as if nothing had been recorded.
  */
 const resumeRecorded = (policy: Trainable, step: number, location: Submissions.Location, options: FollowOptions) =>
+  followEarlier(policy, step, location, options).pipe(
+    Effect.catchTag("TrainingFailed", (failed) =>
+      Effect.as(
+        Effect.logWarning(
+          `step ${step}: ${failed.message} (submitted for it by an earlier run); it trained nothing, so the step is done anew`
+        ),
+        Option.none<Resumed>()
+      )
+    )
+  )
+
+/** {@link resumeRecorded} without its handling of a failed job. */
+const followEarlier = (policy: Trainable, step: number, location: Submissions.Location, options: FollowOptions) =>
   Effect.gen(function* () {
     const modelId = policy.record.id
     const asState = stateError(location, modelId, step)

@@ -210,6 +210,53 @@ describe("a create whose answer is lost, on a scripted service", () => {
       expect(records(dir)).toEqual([])
     }).pipe(TestServices.provideLive)
   )
+
+  it.scoped(
+    "a job an earlier run recorded that failed: the step is done anew; a job of this run that fails fails",
+    () =>
+      Effect.gen(function* () {
+        const dir = yield* stateDir
+        const { fake, jobs, context, policy } = yield* service({ honours: true, drop: false })
+        // Every job fails (as the embedded backend fails the one it ran when its process was killed).
+        fake.route("GET", "/v1/preview/training-jobs/:id/events", () => ({
+          json: {
+            object: "list",
+            data: [
+              {
+                id: UUID(1000),
+                type: "training_failed",
+                data: { error_message: "the server stopped while the job was running" }
+              }
+            ],
+            has_more: false
+          }
+        }))
+        yield* Submissions.put(
+          dir,
+          new Submissions.Submission({
+            modelId: policy.record.id,
+            step: 2,
+            kind: "rl",
+            idempotencyKey: "earlier-key",
+            jobId: UUID(77),
+            submittedAt: new Date(0).toISOString()
+          })
+        )
+        // Resumed: the earlier job is followed, found failed, its record removed; nothing to resume.
+        const resumed = yield* Trainer.resume(policy, { ...fast, state: dir }).pipe(Effect.provide(context))
+        expect(Option.isNone(resumed)).toBe(true)
+        expect(records(dir)).toEqual([])
+        expect(fake.count("POST", JOBS)).toBe(0)
+        expect(yield* policy.step).toBe(2)
+        // The step submitted anew (a job of this run): its failure is the call's.
+        const failed = yield* Effect.flip(
+          Trainer.train(policy, [group(0)], { ...fast, state: dir }).pipe(Effect.provide(context))
+        )
+        expect(failed).toMatchObject({ _tag: "TrainingFailed", jobId: jobs[0]!.id })
+        expect(jobs).toHaveLength(1)
+        expect(records(dir)).toEqual([])
+      }).pipe(TestServices.provideLive)
+  )
 })
 
 describe("the record on disk (Submissions.directory)", () => {
