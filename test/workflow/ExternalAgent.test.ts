@@ -2,7 +2,8 @@
  * External agents as rollouts, through a real gateway, as real child processes (Python, standard library) and
  * a real HTTP agent service: the report as reward and metrics; a failing or killed agent recorded as its
  * rollout's failure with the exit code and the tail of its stderr (the key redacted); an interrupted or
- * timed-out rollout leaving no process behind, grandchildren included, even one ignoring SIGTERM; an agent
+ * timed-out rollout leaving no process behind, grandchildren included, even one ignoring SIGTERM, and none left
+ * by a process killed outright (its guard kills them); an agent
  * that never used its endpoint; a report that is not one. The policy answers at once (no backend): what is
  * tested is the agent's side.
  */
@@ -23,6 +24,7 @@ import * as Gather from "../../src/workflow/Gather.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as RolloutGateway from "../../src/workflow/RolloutGateway.js"
+import { spawnTsx, until } from "../support/children.js"
 
 const fixture = new URL("./fixtures/external_agent.py", import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), "effect-rl-agents-"))
@@ -160,6 +162,35 @@ describe("ExternalAgent", () => {
           expect(alive(agentPid)).toBe(false)
         }
       }).pipe(TestServices.provideLive)
+    )
+
+    it.live("a process killed outright (SIGKILL) leaves no agent behind: its guard kills the agents' groups", () =>
+      Effect.promise(async () => {
+        const pidFile = join(dir, "orphan.json")
+        const parent = spawnTsx("test/workflow/fixtures/external-agent-parent.ts", [pidFile])
+        try {
+          const pids = await until(
+            "the agent to write its pids",
+            () =>
+              existsSync(pidFile) ? (JSON.parse(readFileSync(pidFile, "utf8")) as ReadonlyArray<number>) : undefined,
+            30_000,
+            parent.output
+          )
+          const guard = Number(/guard (\d+)/.exec(parent.output())?.[1])
+          expect(pids).toHaveLength(2)
+          expect([...pids, guard].every(alive)).toBe(true)
+          parent.child.kill("SIGKILL")
+          await parent.exited
+          // No finalizer ran: the guard, told by the pipe's end, kills the agent and its grandchild, then exits.
+          const killed = Date.now()
+          for (const pid of [...pids, guard]) {
+            while (alive(pid) && Date.now() - killed < 2_000) await new Promise((resolve) => setTimeout(resolve, 10))
+            expect(alive(pid), `process ${pid}`).toBe(false)
+          }
+        } finally {
+          if (parent.child.exitCode === null && parent.child.signalCode === null) parent.child.kill("SIGKILL")
+        }
+      })
     )
 
     it.effect("an agent that never used its endpoint, or reports garbage, fails with what it did", () =>
