@@ -14,10 +14,11 @@ import { withFastPath } from "../src/api/internal/fastPath.js"
 import { ModelId } from "../src/api/Model.js"
 import { ExperimentalConfig } from "../src/api/TrainingJob.js"
 import {
+  AnyMetadata,
   EntryChoice,
+  Exchanges,
   entryIssue,
   type MessageOrChoice,
-  Metadata,
   Metrics,
   RolloutException
 } from "../src/api/Trajectory.js"
@@ -146,13 +147,14 @@ export const makeCreateTrainingJob = (options: VariantOptions) => {
     final_policy_version: Schema.optional(Schema.NullOr(Schema.Int)),
     metrics: Schema.optional(Metrics),
     auto_metrics: Schema.optional(Metrics),
-    metadata: Schema.optional(Metadata),
+    metadata: Schema.optional(AnyMetadata),
     logs: Schema.optional(Schema.Array(Schema.String)),
-    start_time: Schema.optional(Schema.String)
+    start_time: Schema.optional(Schema.String),
+    exchanges: Schema.optional(Exchanges)
   }).annotations({ identifier: "Trajectory" })
   const TrajectoryGroup = Schema.Struct({
     trajectories: Schema.Array(Trajectory),
-    metadata: Schema.optional(Metadata),
+    metadata: Schema.optional(AnyMetadata),
     metrics: Schema.optional(Metrics),
     logs: Schema.optional(Schema.Array(Schema.String)),
     exceptions: Schema.optional(Schema.Array(RolloutException))

@@ -4,8 +4,12 @@
  *
  * @since 0.1.0
  */
+import type * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { JsonObject, LooseMetric, OtherKeys, optionalKey } from "./Json.js"
+import type * as AST from "effect/SchemaAST"
+import type { ParseOptions } from "effect/SchemaAST"
+import { LooseMetric, OtherKeys, optionalKey } from "./Json.js"
 import { ModelId, PageLimit } from "./Model.js"
 import { TrajectoryGroup } from "./Trajectory.js"
 
@@ -84,49 +88,174 @@ export const CreateTrainingJob = Schema.Struct({
 /** @see {@link CreateTrainingJob} */
 export type CreateTrainingJob = typeof CreateTrainingJob.Type
 
-/** `config` of an SFT job. Unknown keys are kept. */
-export const SftTrainingConfig = Schema.Struct(
-  {
-    batch_size: known(Schema.Union(Schema.Int, Schema.Literal("auto"))),
-    learning_rate: known(Schema.Union(Schema.Finite, Schema.Array(Schema.Finite))),
-    metric_logging: known(JsonObject),
-    assistant_turns: optionalKey(Schema.Literal("all", "last"))
-  },
-  OtherKeys
-).annotations({ identifier: "SftTrainingConfig" })
+/**
+ * Parse options that refuse keys a schema does not name (an `Unexpected` issue at the key, answered by the
+ * embedded backend as pydantic's `extra_forbidden`), in both directions: the published SFT schemas declare
+ * `additionalProperties: false`, so a key they do not name is a 422 on the service.
+ */
+const closed = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
+
+/**
+ * `config.metric_logging` of an SFT job: whether the service logs metrics while it trains and, optionally, the
+ * training step at which it does (a positive integer). No other key.
+ */
+export const SftMetricLogging = Schema.Struct({
+  enabled: Schema.optional(Schema.Boolean),
+  target_training_step: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.positive())))
+}).annotations({ identifier: "SftMetricLogging", ...closed })
+/** @see {@link SftMetricLogging} */
+export type SftMetricLogging = typeof SftMetricLogging.Type
+
+/**
+ * `config` of an SFT job, as the published schema closes it: `batch_size` 1 to 32 or `"auto"`, `learning_rate`
+ * one number or one per epoch, which `assistant_turns` train (`all`, the default, or `last`), `metric_logging`.
+ * A key it does not name is refused (encoding fails before the request is sent, naming the key).
+ */
+export const SftTrainingConfig = Schema.Struct({
+  batch_size: Schema.optional(
+    Schema.NullOr(Schema.Union(Schema.Int.pipe(Schema.between(1, 32)), Schema.Literal("auto")))
+  ),
+  learning_rate: Schema.optional(Schema.NullOr(Schema.Union(Schema.Finite, Schema.Array(Schema.Finite)))),
+  assistant_turns: Schema.optional(Schema.Literal("all", "last")),
+  metric_logging: Schema.optional(Schema.NullOr(SftMetricLogging))
+}).annotations({ identifier: "SftTrainingConfig", ...closed })
 /** @see {@link SftTrainingConfig} */
 export type SftTrainingConfig = typeof SftTrainingConfig.Type
 
+/** An empty object, or an `Unexpected` issue at each of its keys (what `onExcessProperty: "error"` reports). */
+const noKey = (
+  u: unknown,
+  _: ParseOptions,
+  ast: AST.Declaration
+): Effect.Effect<{ readonly [key: string]: never }, ParseResult.ParseIssue> => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return ParseResult.fail(new ParseResult.Type(ast, u))
+  const keys = Object.keys(u)
+  if (keys.length === 0) return ParseResult.succeed({})
+  const at = (key: string) =>
+    new ParseResult.Pointer(key, u, new ParseResult.Unexpected((u as Record<string, unknown>)[key], "takes no key"))
+  return ParseResult.fail(new ParseResult.Composite(ast, u, keys.map(at)))
+}
+
+/**
+ * `experimental_config` of an SFT job: reserved; the published schema accepts no key in it, so only `{}` (or
+ * `null`, or leaving it out) is sent.
+ */
+export const SftExperimentalConfig: Schema.Schema<{ readonly [key: string]: never }> = Schema.declare(
+  [],
+  {
+    decode: () => noKey,
+    encode: () => noKey
+  },
+  { identifier: "SftExperimentalConfig", arbitrary: () => (fc) => fc.constant({}) }
+)
+/** @see {@link SftExperimentalConfig} */
+export type SftExperimentalConfig = typeof SftExperimentalConfig.Type
+
 /**
  * The body of SFT job creation. `training_data_url` points at JSONL, one `{messages, tools?}` per line
- * (hosted: a `wandb-artifact:///entity/project/name:version` URI).
+ * (hosted: a `wandb-artifact:///entity/project/name:version` URI). Closed, as the published schema is: a key
+ * it does not name, here, in `config` or in `experimental_config`, fails (the client's `InvalidRequest`
+ * naming the key, before sending; the embedded backend's 422 naming it).
  */
 export const CreateSftTrainingJob = Schema.Struct({
   model_id: ModelId,
   training_data_url: Schema.String,
   config: nullable(SftTrainingConfig),
-  experimental_config: nullable(JsonObject)
-}).annotations({ identifier: "CreateSftTrainingJob" })
+  experimental_config: nullable(SftExperimentalConfig)
+}).annotations({ identifier: "CreateSftTrainingJob", ...closed })
 /** @see {@link CreateSftTrainingJob} */
 export type CreateSftTrainingJob = typeof CreateSftTrainingJob.Type
 
+const SFT_KEYS: ReadonlyArray<string> = Object.keys(CreateSftTrainingJob.fields)
+const SFT_CONFIG_KEYS: ReadonlyArray<string> = Object.keys(SftTrainingConfig.fields)
+const SFT_METRIC_LOGGING_KEYS: ReadonlyArray<string> = Object.keys(SftMetricLogging.fields)
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const extra = (
+  value: unknown,
+  known: ReadonlyArray<string>,
+  at: ReadonlyArray<string>
+): Array<ReadonlyArray<string>> =>
+  isRecord(value) ? Object.keys(value).flatMap((key) => (known.includes(key) ? [] : [[...at, key]])) : []
+
 /**
- * A training job. The published schema has only `id`; the other fields are what backends add (the embedded
- * one fills them all) and are optional. Keys not named here are kept.
+ * The keys of an SFT job body that the published schema does not take, each as its path (`["config", "epochs"]`,
+ * `["experimental_config", "seed"]`): what the service would refuse with a 422 `extra_forbidden`, found before
+ * sending. Empty when there is none.
  */
-export const TrainingJob = Schema.Struct(
+export const sftExtraKeys = (body: unknown): ReadonlyArray<ReadonlyArray<string>> => {
+  if (!isRecord(body)) return []
+  const config = body.config
+  return [
+    ...extra(body, SFT_KEYS, []),
+    ...extra(config, SFT_CONFIG_KEYS, ["config"]),
+    ...(isRecord(config) ? extra(config.metric_logging, SFT_METRIC_LOGGING_KEYS, ["config", "metric_logging"]) : []),
+    ...extra(body.experimental_config, [], ["experimental_config"])
+  ]
+}
+
+/** A training job's status, as the published `TrainingJobStatus` names them. */
+export const TrainingJobStatus = Schema.Literal("PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED")
+/** @see {@link TrainingJobStatus} */
+export type TrainingJobStatus = typeof TrainingJobStatus.Type
+
+/** The statuses this package knows (the published `TrainingJobStatus`). */
+export const KNOWN_STATUSES: ReadonlyArray<TrainingJobStatus> = TrainingJobStatus.literals
+
+const isKnownStatus = (status: string): status is TrainingJobStatus =>
+  (KNOWN_STATUSES as ReadonlyArray<string>).includes(status)
+
+/** Whether a job's status is final: `COMPLETED`, `FAILED` or `CANCELLED`. */
+export const isFinished = (status: TrainingJobStatus | "UNKNOWN"): boolean =>
+  status === "COMPLETED" || status === "FAILED" || status === "CANCELLED"
+
+const jobFields = {
+  id: TrainingJobId,
+  model_id: ModelId,
+  progress: Schema.NullOr(Schema.Finite),
+  error_message: Schema.NullOr(Schema.String),
+  training_start: Schema.NullOr(Schema.String),
+  training_end: Schema.NullOr(Schema.String),
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  kind: optionalKey(Schema.String),
+  step: known(Schema.Int)
+}
+
+/**
+ * A training job, as the published `TrainingJobResponse` has it: nine fields, all present (`progress`,
+ * `error_message` and the `training_*` times may be null; times are ISO 8601 strings, kept as sent), and what a
+ * backend adds (the embedded one: `kind`, `rl` or `sft`, and `step`, the checkpoint step a completed job made).
+ * Keys not named here are kept.
+ *
+ * `status` is one of {@link TrainingJobStatus}, or `"UNKNOWN"` for a status a newer service added, whose name is
+ * kept in `unknown_status` (encoding puts it back), as an event of an unknown type is kept: code that switches
+ * on `status` still narrows the known ones.
+ */
+export const TrainingJob = Schema.transform(
+  Schema.Struct({ ...jobFields, status: Schema.String }, OtherKeys),
+  Schema.Union(
+    Schema.Struct({ ...jobFields, status: TrainingJobStatus }, OtherKeys),
+    Schema.Struct(
+      {
+        ...jobFields,
+        status: Schema.Literal("UNKNOWN"),
+        unknown_status: Schema.String.pipe(Schema.filter((status) => !isKnownStatus(status)))
+      },
+      OtherKeys
+    )
+  ),
   {
-    id: TrainingJobId,
-    status: optionalKey(Schema.String),
-    model_id: optionalKey(Schema.String),
-    kind: optionalKey(Schema.String),
-    created_at: known(Schema.String),
-    started_at: known(Schema.String),
-    finished_at: known(Schema.String),
-    step: known(Schema.Int),
-    error_message: known(Schema.String)
-  },
-  OtherKeys
+    strict: false,
+    decode: ({ status, ...rest }) =>
+      isKnownStatus(status) ? { ...rest, status } : { ...rest, status: "UNKNOWN", unknown_status: status },
+    encode: ({ status, unknown_status, ...rest }) => ({
+      ...rest,
+      status: status === "UNKNOWN" ? unknown_status : status
+    })
+  }
 ).annotations({ identifier: "TrainingJob" })
 /** @see {@link TrainingJob} */
 export type TrainingJob = typeof TrainingJob.Type

@@ -22,7 +22,7 @@ import {
   UserMessage
 } from "./ChatMessage.js"
 import { checked } from "./internal/checked.js"
-import { OtherKeys, optionalKey } from "./Json.js"
+import { JsonObject, OtherKeys, optionalKey } from "./Json.js"
 
 /** The `finish_reason`s the training service takes on a trajectory's choice. */
 export const FinishReason = Schema.Literal("stop", "length", "tool_calls", "content_filter", "function_call")
@@ -205,13 +205,29 @@ export const Metrics = Schema.Record({ key: Schema.String, value: MetricValue })
 /** @see {@link Metrics} */
 export type Metrics = typeof Metrics.Type
 
-/** Metadata by name: scalars or null. */
+/** Metadata by name, as a rollout records it: scalars or null. */
 export const Metadata = Schema.Record({
   key: Schema.String,
   value: Schema.NullOr(Schema.Union(Schema.Finite, Schema.String, Schema.Boolean))
 })
 /** @see {@link Metadata} */
 export type Metadata = typeof Metadata.Type
+
+/**
+ * The `metadata` of a trajectory or a group as the service takes it: any JSON object (a rollout records
+ * {@link Metadata}, scalars, which is one).
+ */
+export const AnyMetadata: Schema.Schema<JsonObject> = JsonObject
+/** @see {@link AnyMetadata} */
+export type AnyMetadata = JsonObject
+
+/**
+ * Exchanges a rollout held in other APIs than chat completions (the Responses API, for one), by API: a JSON
+ * object the service keeps with the trajectory but does not train on (it trains on `messages_and_choices`).
+ */
+export const Exchanges: Schema.Schema<JsonObject> = JsonObject
+/** @see {@link Exchanges} */
+export type Exchanges = JsonObject
 
 /** Another conversation of the same rollout (for example a sub-agent's), with its own tools. */
 export const History = Schema.Struct({
@@ -223,7 +239,10 @@ export type History = typeof History.Type
 
 /**
  * One rollout: its conversation, reward, and what it recorded. As in the published schema, a body may leave
- * out `messages_and_choices` (empty) and `reward` (0.0: a client that drops defaults omits a zero reward).
+ * out `messages_and_choices` (empty) and `reward` (0.0: a client that drops defaults omits a zero reward);
+ * `exchanges` holds what the rollout exchanged in other APIs ({@link Exchanges}); `metadata` is any JSON object.
+ * Keys not named here are accepted and dropped when decoding (the published schema takes extra fields);
+ * `auto_metrics` is no longer in the published schema, which takes it as such an extra field.
  */
 export const Trajectory = Schema.Struct({
   messages_and_choices: Schema.optionalWith(Schema.Array(MessageOrChoice), { default: () => [] }),
@@ -234,18 +253,23 @@ export const Trajectory = Schema.Struct({
   final_policy_version: Schema.optional(Schema.NullOr(Schema.Int)),
   metrics: Schema.optional(Metrics),
   auto_metrics: Schema.optional(Metrics),
-  metadata: Schema.optional(Metadata),
+  metadata: Schema.optional(AnyMetadata),
   logs: Schema.optional(Schema.Array(Schema.String)),
-  start_time: Schema.optional(Schema.String)
+  start_time: Schema.optional(Schema.String),
+  exchanges: Schema.optional(Exchanges)
 }).annotations({ identifier: "Trajectory" })
 /** @see {@link Trajectory} */
 export type Trajectory = typeof Trajectory.Type
 
-/** A rollout that failed, recorded in its group instead of a trajectory. */
+/**
+ * A rollout that failed, recorded in its group instead of a trajectory. The published schema requires all three
+ * fields, so `traceback` is always there: `""` when there is none (a body decoded without one gets `""`; one
+ * encoded always carries it).
+ */
 export const RolloutException = Schema.Struct({
   type: Schema.String,
   message: Schema.String,
-  traceback: Schema.optional(Schema.String)
+  traceback: Schema.optionalWith(Schema.String, { default: () => "" })
 }).annotations({ identifier: "RolloutException" })
 /** @see {@link RolloutException} */
 export type RolloutException = typeof RolloutException.Type
@@ -253,7 +277,7 @@ export type RolloutException = typeof RolloutException.Type
 /** Trajectories of the same scenario; group-level metrics, metadata, logs and failed rollouts. */
 export const TrajectoryGroup = Schema.Struct({
   trajectories: Schema.Array(Trajectory),
-  metadata: Schema.optional(Metadata),
+  metadata: Schema.optional(AnyMetadata),
   metrics: Schema.optional(Metrics),
   logs: Schema.optional(Schema.Array(Schema.String)),
   exceptions: Schema.optional(Schema.Array(RolloutException))

@@ -5,7 +5,8 @@
  * (`invocation.ts`) for `--help`, `--verbose` and the refusals worded better there (an unknown command or option,
  * a flag without its value).
  *
- * - `effect-rl health`: the training service's health and system check
+ * - `effect-rl health`: the training service's health and system check, with the URL it asked (the
+ *   environment's `EFFECT_RL_TRAINING_URL`, else the hosted service's published URL)
  * - `effect-rl models [--project <team/project>]`: the inference service's model list
  * - `effect-rl base-models`: the trainable base models
  * - `effect-rl train [<example>] [--steps <n>] [--data-dir <dir>] [--base-model <name>] [--model <name>]
@@ -55,6 +56,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { ApiError } from "../client/ApiError.js"
 import * as InferenceClient from "../client/InferenceClient.js"
 import * as TrainingClient from "../client/TrainingClient.js"
 import type * as Example from "../Example.js"
@@ -114,8 +116,13 @@ const healthTable = table("health", "the training service's health and system ch
 const health = Command.make("health", healthTable.config, () =>
   Effect.gen(function* () {
     yield* remote(TrainingClient.URL_ENV)
+    const url = yield* TrainingClient.configuredUrl()
     const client = yield* TrainingClient.TrainingClient
-    yield* json({ health: yield* client.health, system_check: yield* client.systemCheck })
+    // A failure says which URL it asked too (the one sentence on stderr).
+    const asked = Effect.mapError(
+      (error: ApiError) => new ApiError({ ...error, description: `${error.description} (asked ${url})` })
+    )
+    yield* json({ url, health: yield* asked(client.health), system_check: yield* asked(client.systemCheck) })
   }).pipe(Effect.provide(Clients))
 ).pipe(Command.withDescription(healthTable.help.description))
 

@@ -31,6 +31,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from "../api/ChatCompletion.js"
 import type { Health, SystemCheck } from "../api/Health.js"
@@ -56,14 +57,23 @@ import type {
 } from "../api/TrainingJob.js"
 import * as TrainingJob from "../api/TrainingJob.js"
 import type { LogRequest, LogResult } from "../api/Trajectory.js"
-import type { ApiError } from "./ApiError.js"
+import { ApiError } from "./ApiError.js"
 import * as Chat from "./internal/chat.js"
 import { resolveOptions } from "./internal/config.js"
 import { endpointCall } from "./internal/endpoint.js"
-import { type ClientOptions, makeTransport, type RetryMode } from "./internal/http.js"
+import { type ClientOptions, invalidRequest, makeTransport, type RetryMode } from "./internal/http.js"
 
-/** The hosted training service. */
-export const DEFAULT_URL = "https://api.training.wandb.ai"
+/**
+ * The hosted training service, as its published OpenAPI document's `servers` entry names it (the service's
+ * documentation has users create their key in a Forge account; it is still read from `WANDB_API_KEY`).
+ */
+export const DEFAULT_URL = "https://forge.coreweave.com/api/training"
+
+/**
+ * The training service's earlier host, the default before {@link DEFAULT_URL}. Still reachable: set
+ * `EFFECT_RL_TRAINING_URL` to it, or pass it as the layer's `baseUrl`.
+ */
+export const PREVIOUS_URL = "https://api.training.wandb.ai"
 
 /** The env name of the training service's base URL. */
 export const URL_ENV = "EFFECT_RL_TRAINING_URL"
@@ -297,9 +307,10 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
           })
         ),
       createSftTrainingJob: (body, options) =>
-        calls.createSftTrainingJob
-          .run(transport, { payload: body, ...write(options) })
-          .pipe(Effect.withSpan("TrainingClient.createSftTrainingJob", { attributes: { model_id: body.model_id } })),
+        Effect.zipRight(
+          checkSftTrainingJob(body),
+          calls.createSftTrainingJob.run(transport, { payload: body, ...write(options) })
+        ).pipe(Effect.withSpan("TrainingClient.createSftTrainingJob", { attributes: { model_id: body.model_id } })),
       getTrainingJob: (id) =>
         calls.getTrainingJob
           .run(transport, { path: { training_job_id: id }, retry: true })
@@ -331,6 +342,39 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
     }
     return service
   })
+
+/**
+ * Checks an SFT job body as the service would, without sending it: a key the published schema does not take
+ * (it is closed: `config`'s unknown keys, any key of `experimental_config`) fails with an `InvalidRequest` whose
+ * `detail` names each key as the service's 422 would (`extra_forbidden`), and so does a value it refuses
+ * (`batch_size` past 32, say). Typed callers cannot write such a body; this catches one built from untyped data
+ * (a config file, a cast). `createSftTrainingJob` runs it before sending.
+ */
+export const checkSftTrainingJob = (body: CreateSftTrainingJob): Effect.Effect<void, ApiError> => {
+  const call = { method: "POST" as const, path: Api.createSftTrainingJob.path }
+  const extra = TrainingJob.sftExtraKeys(body)
+  if (extra.length === 0) {
+    return Schema.encodeUnknown(TrainingJob.CreateSftTrainingJob)(body).pipe(
+      Effect.mapError((error) => invalidRequest(call, "body", error)),
+      Effect.asVoid
+    )
+  }
+  const detail = extra.map((path) => ({
+    loc: ["body", ...path],
+    msg: "Extra inputs are not permitted",
+    type: "extra_forbidden"
+  }))
+  const keys = extra.map((path) => path.join(".")).join(", ")
+  return Effect.fail(
+    new ApiError({
+      reason: "InvalidRequest",
+      ...call,
+      description: `the service takes no key ${keys} in an SFT job (its schema is closed); the request was not sent`,
+      detail,
+      retryable: false
+    })
+  )
+}
 
 /**
  * The cursor after a page: its `last_id`, or, when the service left that at its published default `""`, the
@@ -405,13 +449,21 @@ const follow = (
   })
 }
 
-/** The client as a layer, with options given in full; `baseUrl` defaults to the hosted service. */
+/** The client as a layer, with options given in full; `baseUrl` defaults to the hosted service ({@link DEFAULT_URL}). */
 export const layer = (options: Options = {}): Layer.Layer<TrainingClient, never, HttpClient.HttpClient> =>
   Layer.effect(TrainingClient, make({ ...options, baseUrl: options.baseUrl ?? DEFAULT_URL }))
 
 /**
+ * The base URL a client built by {@link layerConfig} with these options calls: the option, else
+ * `EFFECT_RL_TRAINING_URL`, else {@link DEFAULT_URL} (what `effect-rl health` prints it asked).
+ */
+export const configuredUrl = (options: Options = {}): Effect.Effect<string, ConfigError.ConfigError> =>
+  Effect.map(resolveOptions(options, URL_ENV, DEFAULT_URL), ({ baseUrl }) => baseUrl.toString())
+
+/**
  * The client as a layer reading the environment: `WANDB_API_KEY` (as a `Redacted`) and
- * `EFFECT_RL_TRAINING_URL`, each used only where `options` leaves it out.
+ * `EFFECT_RL_TRAINING_URL`, each used only where `options` leaves it out; the URL defaults to
+ * {@link DEFAULT_URL} (the old host, {@link PREVIOUS_URL}, through either).
  */
 export const layerConfig = (
   options: Options = {}

@@ -57,11 +57,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { JsonObject } from "../api/Json.js"
 import {
   CreateSftTrainingJob,
   CreateTrainingJob,
   type ExperimentalConfig,
+  type SftExperimentalConfig,
   type SftTrainingConfig,
   type TrainingJob,
   type TrainingJobEvent,
@@ -69,7 +69,7 @@ import {
 } from "../api/TrainingJob.js"
 import type { TrajectoryGroup } from "../api/Trajectory.js"
 import { ApiError } from "../client/ApiError.js"
-import { TrainingClient } from "../client/TrainingClient.js"
+import { checkSftTrainingJob, TrainingClient } from "../client/TrainingClient.js"
 import * as Internal from "./internal/trainer.js"
 import * as Metrics from "./Metrics.js"
 import type { Trainable } from "./Policy.js"
@@ -172,8 +172,8 @@ export interface TrainOptions extends SubmitOptions {
 export interface SftOptions extends SubmitOptions {
   /** The job's `config` (batch size, learning rate, `assistant_turns`). */
   readonly config?: SftTrainingConfig | null | undefined
-  /** The job's `experimental_config`. */
-  readonly experimentalConfig?: JsonObject | null | undefined
+  /** The job's `experimental_config`: reserved, the published schema takes no key in it (`{}` or null). */
+  readonly experimentalConfig?: SftExperimentalConfig | null | undefined
 }
 
 /** A finished job. */
@@ -281,6 +281,8 @@ export const trainSftUrl = Effect.fn("Trainer.trainSftUrl")(function* (
     ...(options.config === undefined ? {} : { config: options.config }),
     ...(options.experimentalConfig === undefined ? {} : { experimental_config: options.experimentalConfig })
   }
+  // A body the service would refuse (a key its closed schema does not take) fails here, typed, before anything.
+  yield* checkSftTrainingJob(body)
   const step = yield* policy.step
   const idempotencyKey = options.idempotencyKey ?? Internal.defaultKey("sft", policy.record.id, step, body)
   yield* Effect.annotateCurrentSpan({ model_id: policy.record.id, step })

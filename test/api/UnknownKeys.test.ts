@@ -11,6 +11,7 @@ import {
   ExperimentalConfig,
   GradientStep,
   SftTrainingConfig,
+  sftExtraKeys,
   TrainingEnded,
   TrainingFailed,
   TrainingJob,
@@ -22,6 +23,19 @@ import { LogResult } from "../../src/api/Trajectory.js"
 const modelId = "3f1c9a52-7d2e-4b8a-9c61-0e5f4d3b2a19"
 const jobId = "8b0e6c1d-2f4a-4e7b-a3c5-9d1f0b2e4c6a"
 const eventId = "c2d4e6f8-0a1b-4c3d-8e5f-7a9b1c3d5e7f"
+
+/** A job record as the published `TrainingJobResponse` has it: its nine fields. */
+const job = {
+  id: jobId,
+  model_id: modelId,
+  status: "PENDING",
+  progress: null,
+  error_message: null,
+  training_start: null,
+  training_end: null,
+  created_at: "2026-01-01T00:00:00Z",
+  updated_at: "2026-01-01T00:00:00Z"
+}
 
 /** Decoding keeps `input` as it is, and so does encoding the decoded value (and the JSON of it). */
 const keptBothWays = <A, I>(schema: Schema.Schema<A, I>, input: unknown) => {
@@ -66,26 +80,37 @@ describe("open records keep unknown keys", () => {
     expect(issuePaths(ExperimentalConfig, { loss_fn: "reinforce" })).toContainEqual(["loss_fn"])
   })
 
-  it("SftTrainingConfig, alone and inside CreateSftTrainingJob", () => {
-    const config = { batch_size: "auto", learning_rate: [1e-5, 5e-6], assistant_turns: "last", epochs: 3 }
-    keptBothWays(SftTrainingConfig, config)
-    keptBothWays(CreateSftTrainingJob, {
-      model_id: modelId,
-      training_data_url: "wandb-artifact:///team/project/sft-data:v0",
-      config,
-      experimental_config: { packing: true }
-    })
-  })
-
-  it("TrainingJob", () => {
-    keptBothWays(TrainingJob, { id: jobId })
+  it("TrainingJob: the published record's nine fields, a backend's own and others kept", () => {
+    keptBothWays(TrainingJob, job)
     keptBothWays(TrainingJob, {
-      id: jobId,
-      status: "running",
+      ...job,
+      status: "RUNNING",
+      progress: 0.25,
+      training_start: "2026-01-01T00:00:01Z",
+      kind: "rl",
       step: 3,
       queue_position: 2,
       resources: { gpus: 8, region: "us-east" }
     })
+  })
+
+  it("TrainingJob: a status of a newer service is UNKNOWN, its name kept and sent back", () => {
+    const paused = { ...job, status: "PAUSED" }
+    const decoded = Schema.decodeUnknownSync(TrainingJob)(paused)
+    expect(decoded.status).toBe("UNKNOWN")
+    expect(decoded.unknown_status).toBe("PAUSED")
+    expect(Schema.encodeSync(TrainingJob)(decoded)).toStrictEqual(paused)
+    for (const status of ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"]) {
+      expect(Schema.decodeUnknownSync(TrainingJob)({ ...job, status })).toStrictEqual({ ...job, status })
+    }
+  })
+
+  it("TrainingJob: each of the nine fields is required", () => {
+    for (const key of Object.keys(job)) {
+      const rest: Record<string, unknown> = { ...job }
+      delete rest[key]
+      expect(issuePaths(TrainingJob, rest)).toContainEqual([key])
+    }
   })
 
   it("the data of every training job event", () => {
@@ -113,7 +138,54 @@ describe("open records keep unknown keys", () => {
 
   it("an unknown key must still hold JSON", () => {
     expect(issuePaths(ExperimentalConfig, { future_knob: Number.NaN })).toContainEqual(["future_knob"])
-    expect(() => Schema.encodeUnknownSync(TrainingJob)({ id: jobId, callback: () => 1 })).toThrow()
+    expect(() => Schema.encodeUnknownSync(TrainingJob)({ ...job, callback: () => 1 })).toThrow()
+  })
+})
+
+describe("the SFT job body is closed, as the published schema is", () => {
+  const body = { model_id: modelId, training_data_url: "wandb-artifact:///team/project/sft-data:v0" }
+  const config = { batch_size: "auto", learning_rate: [1e-5, 5e-6], assistant_turns: "last" }
+
+  it("what it names passes both ways", () => {
+    keptBothWays(SftTrainingConfig, config)
+    keptBothWays(SftTrainingConfig, { batch_size: 32, metric_logging: { enabled: true, target_training_step: 2 } })
+    keptBothWays(CreateSftTrainingJob, { ...body, config, experimental_config: {} })
+  })
+
+  it("an unknown key anywhere, or any key in experimental_config, fails at the key", () => {
+    expect(issuePaths(CreateSftTrainingJob, { ...body, epochs: 3 })).toContainEqual(["epochs"])
+    expect(issuePaths(CreateSftTrainingJob, { ...body, config: { ...config, epochs: 3 } })).toContainEqual([
+      "config",
+      "epochs"
+    ])
+    expect(
+      issuePaths(CreateSftTrainingJob, { ...body, config: { metric_logging: { enabled: true, every: 2 } } })
+    ).toContainEqual(["config", "metric_logging", "every"])
+    expect(issuePaths(CreateSftTrainingJob, { ...body, experimental_config: { packing: true } })).toContainEqual([
+      "experimental_config",
+      "packing"
+    ])
+    expect(() => Schema.encodeUnknownSync(CreateSftTrainingJob)({ ...body, config: { epochs: 3 } })).toThrow(/epochs/)
+    expect(
+      sftExtraKeys({
+        ...body,
+        seed: 1,
+        config: { epochs: 3, metric_logging: { every: 2 } },
+        experimental_config: { packing: true }
+      })
+    ).toEqual([
+      ["seed"],
+      ["config", "epochs"],
+      ["config", "metric_logging", "every"],
+      ["experimental_config", "packing"]
+    ])
+    expect(sftExtraKeys({ ...body, config, experimental_config: {} })).toEqual([])
+  })
+
+  it("batch_size is 1 to 32 or auto", () => {
+    for (const batch_size of [0, 33, 1.5, "big"]) {
+      expect(issuePaths(SftTrainingConfig, { batch_size })).toContainEqual(["batch_size"])
+    }
   })
 })
 

@@ -166,10 +166,22 @@ describe("TrainingClient: every other endpoint of seed 4.2", () => {
       expect(server.received[0]).toMatchObject({ method: "POST", path: "/v1/preview/sft-training-jobs", json: body })
 
       server.route("GET", "/v1/preview/training-jobs/:id", (r) => ({
-        json: { id: r.path.split("/")[4], status: "running", kind: "rl", step: null, queue_position: 3 }
+        json: {
+          ...FakeService.jobRecord(r.path.split("/")[4]!),
+          status: "RUNNING",
+          kind: "rl",
+          step: null,
+          queue_position: 3
+        }
       }))
       const read = yield* client.getTrainingJob(jobId)
-      expect(read).toEqual({ id: FakeService.ids.job, status: "running", kind: "rl", step: null, queue_position: 3 })
+      expect(read).toEqual({
+        ...FakeService.jobRecord(FakeService.ids.job),
+        status: "RUNNING",
+        kind: "rl",
+        step: null,
+        queue_position: 3
+      })
       expect(server.received[1]?.path).toBe(`/v1/preview/training-jobs/${FakeService.ids.job}`)
 
       const page = yield* client.listTrainingJobEvents(jobId, { after: FakeService.ids.event(1), limit: 1 })

@@ -65,6 +65,19 @@ export const ids = {
   event: (n: number) => UUID(1000 + n)
 }
 
+/** A job record as the published `TrainingJobResponse` has it (its nine fields), pending. */
+export const jobRecord = (id: string) => ({
+  id,
+  model_id: ids.model,
+  status: "PENDING",
+  progress: null,
+  error_message: null,
+  training_start: null,
+  training_end: null,
+  created_at: "2026-01-01T00:00:00Z",
+  updated_at: "2026-01-01T00:00:00Z"
+})
+
 const completion = {
   id: "chatcmpl-1",
   object: "chat.completion",
@@ -144,9 +157,9 @@ const defaults: ReadonlyArray<readonly [string, string, Handler]> = [
     }
   ],
   ["POST", "/v1/preview/models/:id/log", () => ({ body: "" })],
-  ["POST", "/v1/preview/sft-training-jobs", () => ({ json: { id: ids.job } })],
-  ["POST", "/v1/preview/training-jobs", () => ({ json: { id: ids.job } })],
-  ["GET", "/v1/preview/training-jobs/:id", (r) => ({ json: { id: r.path.split("/")[4] } })],
+  ["POST", "/v1/preview/sft-training-jobs", () => ({ json: jobRecord(ids.job) })],
+  ["POST", "/v1/preview/training-jobs", () => ({ json: jobRecord(ids.job) })],
+  ["GET", "/v1/preview/training-jobs/:id", (r) => ({ json: jobRecord(r.path.split("/")[4]!) })],
   [
     "GET",
     "/v1/preview/training-jobs/:id/events",

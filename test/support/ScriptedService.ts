@@ -73,7 +73,19 @@ const model = new Model({ id: MODEL_ID, entity: "me", project: "scripted", name:
 
 const answer = Schema.decodeUnknownSync(ChatCompletion)
 const event = Schema.decodeUnknownSync(TrainingJobEvent)
-const job = Schema.decodeUnknownSync(TrainingJob)
+/** A job record with the published fields a script does not set (times fixed: nothing reads them). */
+const job = (fields: Readonly<Record<string, unknown>>) =>
+  Schema.decodeUnknownSync(TrainingJob)({
+    model_id: "00000000-0000-4000-8000-000000000001",
+    status: "PENDING",
+    progress: null,
+    error_message: null,
+    training_start: null,
+    training_end: null,
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-01-01T00:00:00Z",
+    ...fields
+  })
 
 const notFound = (path: string, description: string) =>
   new ApiError({ reason: "NotFound", method: "POST", path, status: 404, description, retryable: false })
@@ -150,7 +162,7 @@ export const make = (script: Script): Scripted => {
         const j = jobOf(id)
         return job({
           id,
-          status: j !== undefined && now >= j.endsAt ? "succeeded" : "running",
+          status: j !== undefined && now >= j.endsAt ? "COMPLETED" : "RUNNING",
           step: (j?.from ?? 0) + 1
         })
       }),

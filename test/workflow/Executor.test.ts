@@ -33,7 +33,9 @@ const recording = () => {
           Effect.gen(function* () {
             jobs.push(`${binding.key}/${job.group}/${job.index}`)
             if (job.index === 2) {
-              return yield* new Gather.RolloutFailed({ exception: { type: "Remote", message: "failed over there" } })
+              return yield* new Gather.RolloutFailed({
+                exception: { type: "Remote", message: "failed over there", traceback: "" }
+              })
             }
             const finished = yield* Rollout.run(binding.policy, binding.rollout(job.scenario, job.index), {
               metadata: job.metadata
@@ -76,8 +78,8 @@ describe("Gather.CurrentExecutor", () => {
           [0, 1]
         ])
         expect(groups.map((g) => g.group.exceptions)).toEqual([
-          [{ type: "Remote", message: "failed over there" }],
-          [{ type: "Remote", message: "failed over there" }]
+          [{ type: "Remote", message: "failed over there", traceback: "" }],
+          [{ type: "Remote", message: "failed over there", traceback: "" }]
         ])
         expect(groups[0]!.rollouts[0]!.trajectory.messages_and_choices.length).toBeGreaterThan(0)
       })

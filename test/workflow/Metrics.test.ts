@@ -15,7 +15,7 @@ describe("Metrics.compute", () => {
       {
         trajectories: [trajectory(0, { turns: 2, solved: false }), trajectory(1, { turns: 4, solved: true })],
         metrics: { difficulty: 3 },
-        exceptions: [{ type: "Timeout", message: "slow" }]
+        exceptions: [{ type: "Timeout", message: "slow", traceback: "" }]
       },
       // rewards 1, 1, 1: std 0, not trainable
       {
@@ -47,7 +47,7 @@ describe("Metrics.compute", () => {
       num_groups_submitted: 0,
       num_groups_trainable: 0
     })
-    expect(compute([{ trajectories: [], exceptions: [{ type: "E", message: "m" }] }])).toMatchObject({
+    expect(compute([{ trajectories: [], exceptions: [{ type: "E", message: "m", traceback: "" }] }])).toMatchObject({
       exception_rate: 1,
       num_trajectories: 0
     })

@@ -95,7 +95,7 @@ describe("Trainer on the real backend", () => {
         expect(result.metrics.loss).toBeCloseTo(Metrics.mean(losses) ?? Number.NaN, 9)
 
         const record = yield* (yield* TrainingClient).getTrainingJob(result.jobId)
-        expect(record).toMatchObject({ status: "succeeded", step: before + 1 })
+        expect(record).toMatchObject({ status: "COMPLETED", step: before + 1 })
 
         // The next completion samples from the new checkpoint.
         const next = yield* policy.complete({ messages: [{ role: "user", content: "hi" }], max_completion_tokens: 2 })
@@ -134,8 +134,8 @@ describe("Trainer on the real backend", () => {
         const policy = yield* Policy.trainable({ project: "trainer", name: "empty", base_model: TINY })
         const error = yield* Effect.flip(
           Trainer.train(policy, [
-            { trajectories: [], exceptions: [{ type: "Boom", message: "no" }] },
-            { trajectories: [], exceptions: [{ type: "Bang", message: "neither" }] }
+            { trajectories: [], exceptions: [{ type: "Boom", message: "no", traceback: "" }] },
+            { trajectories: [], exceptions: [{ type: "Bang", message: "neither", traceback: "" }] }
           ])
         )
         expect(error).toMatchObject({ _tag: "TrainerError", reason: "NothingToTrain" })
@@ -278,7 +278,9 @@ describe("Trainer following a scripted service", () => {
         if (after === UUID(1)) return page([step(1, 0.5), step(2, 0.25)], true)
         return page([step(2, 0.25), ended(3)])
       })
-      fake.route("GET", "/v1/preview/training-jobs/:id", (r) => ({ json: { id: r.path.split("/")[4], step: 3 } }))
+      fake.route("GET", "/v1/preview/training-jobs/:id", (r) => ({
+        json: { ...FakeService.jobRecord(r.path.split("/")[4]!), status: "COMPLETED", step: 3 }
+      }))
       const seen: Array<Trainer.Progress> = []
       const result = yield* Trainer.train(policy, [group], {
         ...fast,
