@@ -164,7 +164,7 @@ describe("ExternalAgent", () => {
       }).pipe(TestServices.provideLive)
     )
 
-    it.live("a process killed outright (SIGKILL) leaves no agent behind: its guard kills the agents' groups", () =>
+    it.effect("a process killed outright (SIGKILL) leaves no agent behind: its guard kills the agents' groups", () =>
       Effect.promise(async () => {
         const pidFile = join(dir, "orphan.json")
         const parent = spawnTsx("test/workflow/fixtures/external-agent-parent.ts", [pidFile])
@@ -190,7 +190,7 @@ describe("ExternalAgent", () => {
         } finally {
           if (parent.child.exitCode === null && parent.child.signalCode === null) parent.child.kill("SIGKILL")
         }
-      })
+      }).pipe(TestServices.provideLive)
     )
 
     it.effect("an agent that never used its endpoint, or reports garbage, fails with what it did", () =>
