@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -87,8 +88,48 @@ describe("client configuration", () => {
     })
   )
 
-  it("defaults to the hosted services", () => {
-    expect(TrainingClient.DEFAULT_URL).toBe("https://api.training.wandb.ai")
+  it("defaults to the hosted services: training at the newest document's published server", () => {
+    expect(TrainingClient.DEFAULT_URL).toBe("https://forge.coreweave.com/api/training")
+    expect(TrainingClient.PREVIOUS_URL).toBe("https://api.training.wandb.ai")
     expect(InferenceClient.DEFAULT_URL).toBe("https://api.inference.wandb.ai")
   })
+
+  it.effect(
+    "a default client calls the published server under its path; the old host through the env or the option",
+    () =>
+      Effect.gen(function* () {
+        // No request leaves the process: the transport's last client answers each one with a 503 and records its URL.
+        const urls: Array<string> = []
+        const offline = HttpClient.make((request) =>
+          Effect.sync(() => {
+            urls.push(request.url)
+            return HttpClientResponse.fromWeb(request, new Response("{}", { status: 503 }))
+          })
+        )
+        const health = (layer: Layer.Layer<TrainingClient.TrainingClient, unknown, HttpClient.HttpClient>) =>
+          Effect.flatMap(TrainingClient.TrainingClient, (client) => Effect.flip(client.health)).pipe(
+            Effect.provide(layer.pipe(Layer.provide(Layer.succeed(HttpClient.HttpClient, offline)))),
+            Effect.orDie
+          )
+        yield* health(TrainingClient.layerConfig({ maxRetries: 0 })).pipe(env({}))
+        yield* health(TrainingClient.layerConfig({ maxRetries: 0 })).pipe(
+          env({ EFFECT_RL_TRAINING_URL: TrainingClient.PREVIOUS_URL })
+        )
+        yield* health(TrainingClient.layer({ baseUrl: TrainingClient.PREVIOUS_URL, maxRetries: 0 }))
+        expect(urls).toEqual([
+          "https://forge.coreweave.com/api/training/v1/health",
+          "https://api.training.wandb.ai/v1/health",
+          "https://api.training.wandb.ai/v1/health"
+        ])
+        expect(yield* TrainingClient.configuredUrl().pipe(env({}))).toBe(TrainingClient.DEFAULT_URL)
+        expect(yield* TrainingClient.configuredUrl().pipe(env({ EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9" }))).toBe(
+          "http://127.0.0.1:9"
+        )
+        expect(
+          yield* TrainingClient.configuredUrl({ baseUrl: "http://explicit" }).pipe(
+            env({ EFFECT_RL_TRAINING_URL: "http://127.0.0.1:9" })
+          )
+        ).toBe("http://explicit")
+      })
+  )
 })
