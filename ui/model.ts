@@ -106,7 +106,8 @@ const Jobs = ({ jobs }: { readonly jobs: ReadonlyArray<JobSummary> }) => {
           <span class="tag">${job.kind}</span>
           <${Status} status=${job.status} />
           <span>${job.step === null ? "" : `→ step ${job.step}`}</span>
-          <span class="muted">${time(job.started_at ?? job.created_at)}</span>
+          ${job.status === "RUNNING" && job.progress !== null ? html`<span class="muted">${Math.round(job.progress * 100)}%</span>` : null}
+          <span class="muted">${time(job.training_start ?? job.created_at)}</span>
         </button>
         ${job.error_message === null ? null : html`<p class="error">${job.error_message}</p>`}
         ${open === job.id ? html`<${Events} job=${job} />` : null}

@@ -4,8 +4,18 @@ import { get } from "./api.js"
 import { html, num, time } from "./html.js"
 import type { ModelSummary } from "./types.js"
 
+/** The colour of a job status (the published names: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED). */
+const tone: Readonly<Record<string, string>> = {
+  RUNNING: "running",
+  COMPLETED: "succeeded",
+  FAILED: "failed",
+  CANCELLED: "failed"
+}
+
 export const Status = ({ status }: { readonly status: string | null }) =>
-  status === null ? html`<span class="muted">no jobs</span>` : html`<span class=${`status ${status}`}>${status}</span>`
+  status === null
+    ? html`<span class="muted">no jobs</span>`
+    : html`<span class=${`status ${tone[status] ?? ""}`}>${status}</span>`
 
 export const Models = () => {
   const [models, setModels] = useState<ReadonlyArray<ModelSummary> | null>(null)

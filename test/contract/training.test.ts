@@ -148,7 +148,10 @@ describe("TrainingClient against the embedded server", () => {
           split: "train",
           trajectory_groups: [
             { trajectories: [turn(1, true), turn(0, false)] },
-            { trajectories: [turn(1, true), turn(1, true)], exceptions: [{ type: "ValueError", message: "x" }] }
+            {
+              trajectories: [turn(1, true), turn(1, true)],
+              exceptions: [{ type: "ValueError", message: "x", traceback: "" }]
+            }
           ]
         }
         const result = yield* c.log(model.id, request, { idempotencyKey: "contract-log-1" })
@@ -218,7 +221,7 @@ describe("TrainingClient against the embedded server", () => {
           const body = { model_id: model.id, trajectory_groups: groups }
           const job = yield* c.createTrainingJob(body, { idempotencyKey: "contract-rl-1" })
           expect(job.id).toMatch(UUID)
-          expect(job).toMatchObject({ status: "queued", kind: "rl", model_id: model.id })
+          expect(job).toMatchObject({ status: "PENDING", kind: "rl", model_id: model.id })
           expect(typeof job.created_at).toBe("string")
           expect((yield* c.createTrainingJob(body, { idempotencyKey: "contract-rl-1" })).id).toBe(job.id)
 
@@ -239,9 +242,9 @@ describe("TrainingClient against the embedded server", () => {
           expect((yield* eventsToEnd(c, other.id)).map((e) => e.type)).toEqual(["training_started", "training_ended"])
 
           const done = yield* c.getTrainingJob(job.id)
-          expect(done).toMatchObject({ id: job.id, status: "succeeded", kind: "rl", model_id: model.id, step: 1 })
-          expect(typeof done.finished_at).toBe("string")
-          expect(yield* c.getTrainingJob(other.id)).toMatchObject({ id: other.id, status: "succeeded", step: 2 })
+          expect(done).toMatchObject({ id: job.id, status: "COMPLETED", kind: "rl", model_id: model.id, step: 1 })
+          expect(typeof done.training_end).toBe("string")
+          expect(yield* c.getTrainingJob(other.id)).toMatchObject({ id: other.id, status: "COMPLETED", step: 2 })
 
           const ids = followed.map((e) => e.id)
           const page = yield* c.listTrainingJobEvents(job.id, { limit: 2 })
@@ -302,7 +305,7 @@ describe("TrainingClient against the embedded server", () => {
           expect(waits.every((w) => w === "5000")).toBe(true)
           // Each held request ends with a new event: at most one request per event, plus the first.
           expect(rec.sent.length).toBeLessThanOrEqual(events.length + 1)
-          expect(yield* c.getTrainingJob(job.id)).toMatchObject({ status: "succeeded", step: 1 })
+          expect(yield* c.getTrainingJob(job.id)).toMatchObject({ status: "COMPLETED", step: 1 })
         })
     )
 
@@ -320,12 +323,12 @@ describe("TrainingClient against the embedded server", () => {
         const body = { model_id: model.id, training_data_url: pathToFileURL(file).href }
         const job = yield* c.createSftTrainingJob(body, { idempotencyKey: "contract-sft-1" })
         expect(job.id).toMatch(UUID)
-        expect(job).toMatchObject({ kind: "sft", status: "queued", model_id: model.id })
+        expect(job).toMatchObject({ kind: "sft", status: "PENDING", model_id: model.id })
         expect((yield* c.createSftTrainingJob(body, { idempotencyKey: "contract-sft-1" })).id).toBe(job.id)
         const events = yield* eventsToEnd(c, job.id)
         expect(events[0]?.type).toBe("training_started")
         expect(events.at(-1)?.type).toBe("training_ended")
-        expect(yield* c.getTrainingJob(job.id)).toMatchObject({ id: job.id, kind: "sft", status: "succeeded", step: 1 })
+        expect(yield* c.getTrainingJob(job.id)).toMatchObject({ id: job.id, kind: "sft", status: "COMPLETED", step: 1 })
         expect(Option.map(yield* c.latestCheckpoint(model.id), (x) => x.step)).toEqual(Option.some(1))
 
         const bad = yield* c.createSftTrainingJob({
@@ -336,7 +339,7 @@ describe("TrainingClient against the embedded server", () => {
         expect(failed?.type).toBe("training_failed")
         expect(failed?.type === "training_failed" && typeof failed.data.error_message).toBe("string")
         const record = yield* c.getTrainingJob(bad.id)
-        expect(record).toMatchObject({ status: "failed", kind: "sft" })
+        expect(record).toMatchObject({ status: "FAILED", kind: "sft" })
         expect(record.error_message).toEqual(failed?.type === "training_failed" ? failed.data.error_message : "")
 
         const unknown = yield* failure(c.createSftTrainingJob({ ...body, model_id: MISSING as ModelId }))

@@ -199,7 +199,7 @@ describe("LocalBackend", () => {
         }
         expect(events.map((e) => e.type)).toEqual(["training_started", "training_ended"])
         const record = yield* call(`/v1/preview/training-jobs/${job.json.id}`)
-        expect(record.json).toMatchObject({ status: "succeeded", step: 1 })
+        expect(record.json).toMatchObject({ status: "COMPLETED", step: 1 })
       }).pipe(Effect.scoped)
   )
 })

@@ -262,7 +262,7 @@ describe("effect-rl serve", () => {
         config: { batch_size: 1 }
       })
       expect(long.status).toBe(200)
-      await jobUntil(first.url, key, long.json.id, (job) => job.status === "running")
+      await jobUntil(first.url, key, long.json.id, (job) => job.status === "RUNNING")
 
       const second = await serveRefused(["--data-dir", dataDir, "--api-key", "sk-other"])
       expect(second.code).toBe(1)
@@ -273,7 +273,7 @@ describe("effect-rl serve", () => {
       // The first one serves on, its job still running (a second store would have failed it on start-up).
       expect(await status(first.url, key)).toBe(200)
       expect((await api<Job>(first.url, key, "GET", `/v1/preview/training-jobs/${long.json.id}`)).json.status).toBe(
-        "running"
+        "RUNNING"
       )
       expect(JSON.parse(readFileSync(join(dataDir, "server.json"), "utf8"))).toEqual({
         pid: first.child.pid,
@@ -284,8 +284,8 @@ describe("effect-rl serve", () => {
       const third = await serve(["--data-dir", dataDir, "--api-key", key])
       try {
         // The new server holds the directory: it recovered the killed one's job.
-        const failed = await jobUntil(third.url, key, long.json.id, (job) => job.status !== "running")
-        expect(failed.status).toBe("failed")
+        const failed = await jobUntil(third.url, key, long.json.id, (job) => job.status !== "RUNNING")
+        expect(failed.status).toBe("FAILED")
         expect(JSON.parse(readFileSync(join(dataDir, "server.json"), "utf8"))).toEqual({
           pid: third.child.pid,
           url: third.url

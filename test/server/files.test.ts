@@ -170,7 +170,7 @@ describe("uploaded files", () => {
           const file = (yield* upload(jsonl)).json as Uploaded
           const model = yield* c.createModel({ project: "files", name: "sft", base_model: "effect-rl/tiny" })
           const job = yield* c.createSftTrainingJob({ model_id: model.id as ModelId, training_data_url: file.url })
-          expect(job).toMatchObject({ kind: "sft", status: "queued" })
+          expect(job).toMatchObject({ kind: "sft", status: "PENDING" })
           const events = yield* c
             .followTrainingJobEvents(job.id as TrainingJobId, { wait: "5 seconds" })
             .pipe(Stream.runCollect, Effect.map(Chunk.toArray), Effect.timeout("20 seconds"))
@@ -179,7 +179,7 @@ describe("uploaded files", () => {
           expect(events.some((event) => event.type === "gradient_step")).toBe(true)
           const checkpoint = yield* c.latestCheckpoint(model.id)
           expect(Option.map(checkpoint, (cp) => cp.step)).toEqual(Option.some(1))
-          expect(yield* c.getTrainingJob(job.id)).toMatchObject({ status: "succeeded", step: 1 })
+          expect(yield* c.getTrainingJob(job.id)).toMatchObject({ status: "COMPLETED", step: 1 })
 
           // The same path shape with an id this server does not hold fails the job, naming the id.
           const missing = file.url.replace(file.id, "00000000-0000-4000-8000-00000000beef")

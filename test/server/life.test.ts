@@ -78,7 +78,7 @@ describe("a training job's life", () => {
 
           const body = { model_id: model.id as ModelId, trajectory_groups: groups }
           const job = yield* c.training.createTrainingJob(body, { idempotencyKey: "life-rl-1" })
-          expect(job).toMatchObject({ status: "queued", kind: "rl", model_id: model.id })
+          expect(job).toMatchObject({ status: "PENDING", kind: "rl", model_id: model.id })
           const events = yield* eventsOf(c, job.id)
           const types = events.map((event) => event.type)
           expect(types[0]).toBe("training_started")
@@ -97,7 +97,7 @@ describe("a training job's life", () => {
           expect(logprobs(after)).not.toBe(logprobs(before))
 
           const done = yield* c.training.getTrainingJob(job.id)
-          expect(done).toMatchObject({ id: job.id, status: "succeeded", step: 1 })
+          expect(done).toMatchObject({ id: job.id, status: "COMPLETED", step: 1 })
           const again = yield* c.training.createTrainingJob(body, { idempotencyKey: "life-rl-1" })
           expect(again.id).toBe(job.id)
         }).pipe(TestServices.provideLive),
@@ -123,13 +123,13 @@ describe("a training job's life", () => {
           model_id: model.id as ModelId,
           training_data_url: pathToFileURL(file).href
         })
-        expect(job).toMatchObject({ kind: "sft", status: "queued" })
+        expect(job).toMatchObject({ kind: "sft", status: "PENDING" })
         const events = yield* eventsOf(c, job.id)
         expect(events[0]?.type).toBe("training_started")
         expect(events.at(-1)?.type).toBe("training_ended")
         const checkpoint = yield* c.training.latestCheckpoint(model.id)
         expect(Option.map(checkpoint, (cp) => cp.step)).toEqual(Option.some(1))
-        expect(yield* c.training.getTrainingJob(job.id)).toMatchObject({ status: "succeeded", step: 1 })
+        expect(yield* c.training.getTrainingJob(job.id)).toMatchObject({ status: "COMPLETED", step: 1 })
 
         const bad = yield* c.training.createSftTrainingJob({
           model_id: model.id as ModelId,
@@ -140,7 +140,7 @@ describe("a training job's life", () => {
         expect(last?.type).toBe("training_failed")
         expect(typeof (last?.data as { error_message?: unknown } | undefined)?.error_message).toBe("string")
         const record = yield* c.training.getTrainingJob(bad.id)
-        expect(record).toMatchObject({ status: "failed" })
+        expect(record).toMatchObject({ status: "FAILED" })
         expect(typeof record.error_message).toBe("string")
         const still = yield* c.training.latestCheckpoint(model.id)
         expect(Option.map(still, (cp) => cp.step)).toEqual(Option.some(1))

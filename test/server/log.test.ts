@@ -20,7 +20,7 @@ const groups = [
   { trajectories: [turn(1, { correct: true }), turn(0, { correct: false })], metrics: { difficulty: 2 } },
   {
     trajectories: [turn(1, { correct: true, len: 3 }), turn(1, { len: 5 }), turn(1)],
-    exceptions: [{ type: "ValueError", message: "boom" }]
+    exceptions: [{ type: "ValueError", message: "boom", traceback: "" }]
   }
 ]
 

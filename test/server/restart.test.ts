@@ -105,7 +105,7 @@ interface Job {
   readonly status: string
   readonly step: number | null
   readonly error_message: string | null
-  readonly finished_at: string | null
+  readonly training_end: string | null
 }
 
 interface Page<A> {
@@ -297,8 +297,10 @@ describe("effect-rl serve after kill -9", () => {
     expect(queued.status).toBe(200)
     const trained = await eventsUntil(first.url, long.json.id, (e) => e.type === "gradient_step")
     expect(trained[0]).toMatchObject({ type: "training_started", data: { num_sequences: 3000 } })
-    expect((await api<Job>(first.url, "GET", `/v1/preview/training-jobs/${long.json.id}`)).json.status).toBe("running")
-    expect((await api<Job>(first.url, "GET", `/v1/preview/training-jobs/${queued.json.id}`)).json.status).toBe("queued")
+    expect((await api<Job>(first.url, "GET", `/v1/preview/training-jobs/${long.json.id}`)).json.status).toBe("RUNNING")
+    expect((await api<Job>(first.url, "GET", `/v1/preview/training-jobs/${queued.json.id}`)).json.status).toBe(
+      "PENDING"
+    )
     // While it trains, only the finished steps are served.
     expect(await servedArtifacts(first.url)).toEqual([artifact("a", 0), artifact("a", 1), artifact("b", 0)])
 
@@ -308,8 +310,8 @@ describe("effect-rl serve after kill -9", () => {
 
     // 4. The interrupted job failed; nothing after its last event but the failure.
     const failed = await api<Job>(second.url, "GET", `/v1/preview/training-jobs/${long.json.id}`)
-    expect(failed.json).toMatchObject({ status: "failed", step: null, error_message: INTERRUPTED_MESSAGE })
-    expect(failed.json.finished_at).toEqual(expect.any(String))
+    expect(failed.json).toMatchObject({ status: "FAILED", step: null, error_message: INTERRUPTED_MESSAGE })
+    expect(failed.json.training_end).toEqual(expect.any(String))
     const longEvents = await eventsUntil(second.url, long.json.id, ended)
     expect(longEvents.map((e) => e.type).filter((t) => t !== "gradient_step")).toEqual([
       "training_started",
@@ -325,7 +327,7 @@ describe("effect-rl serve after kill -9", () => {
     const queuedEvents = await eventsUntil(second.url, queued.json.id, ended)
     expect(queuedEvents.at(-1)).toMatchObject({ type: "training_ended", data: { step: 2 } })
     expect((await api<Job>(second.url, "GET", `/v1/preview/training-jobs/${queued.json.id}`)).json).toMatchObject({
-      status: "succeeded",
+      status: "COMPLETED",
       step: 2,
       error_message: null
     })

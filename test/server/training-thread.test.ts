@@ -48,17 +48,17 @@ describe("the training thread", () => {
 
         // Probe while the job is queued or running: every probe's time, and whether the job was running.
         const probes: Array<{ readonly ms: number; readonly running: boolean }> = []
-        let status = "queued"
-        while (status === "queued" || status === "running") {
+        let status = "PENDING"
+        while (status === "PENDING" || status === "RUNNING") {
           const t0 = performance.now()
           const health = yield* send("GET", "/v1/health")
           const ms = performance.now() - t0
           expect(health.status).toBe(200)
           status = ((yield* send("GET", `/v1/preview/training-jobs/${job.id}`)).json as { status: string }).status
-          probes.push({ ms, running: status === "running" })
+          probes.push({ ms, running: status === "RUNNING" })
           yield* sleep(20)
         }
-        expect(status).toBe("succeeded")
+        expect(status).toBe("COMPLETED")
         const during = probes.filter((p) => p.running)
         // The job trained for a while, and the server answered all along (before, one probe waited for the
         // whole gradient computation).

@@ -94,7 +94,7 @@ const sftJob = (url: string, dataUrl: string) =>
     expect(created.status).toBe(200)
     for (let i = 0; i < 200; i++) {
       const job = yield* api<Job>(url, "GET", `/v1/preview/training-jobs/${created.json.id}`)
-      if (job.json.status === "succeeded" || job.json.status === "failed") return job.json
+      if (job.json.status === "COMPLETED" || job.json.status === "FAILED") return job.json
       yield* Effect.sleep("100 millis")
     }
     throw new Error(`job ${created.json.id} did not end`)
@@ -132,7 +132,7 @@ describe("training_data_url reads only what the owner allows", () => {
         Effect.gen(function* () {
           const { url } = yield* LocalBackend.LocalBackend
           const job = yield* sftJob(url, pathToFileURL(join(allowed, "good.jsonl")).href)
-          expect(job).toMatchObject({ status: "succeeded", error_message: null })
+          expect(job).toMatchObject({ status: "COMPLETED", error_message: null })
         })
       )
 
@@ -153,7 +153,7 @@ describe("training_data_url reads only what the owner allows", () => {
             ]
             for (const dataUrl of outside) {
               const job = yield* sftJob(url, dataUrl)
-              expect(job.status, dataUrl).toBe("failed")
+              expect(job.status, dataUrl).toBe("FAILED")
               expect(job.error_message, dataUrl).toContain("is not under a directory this server may read")
               expect(job.error_message, dataUrl).not.toContain("CANARY")
               expect(job.error_message, dataUrl).not.toContain("root:")
@@ -165,10 +165,10 @@ describe("training_data_url reads only what the owner allows", () => {
         Effect.gen(function* () {
           const { url } = yield* LocalBackend.LocalBackend
           const notJson = yield* sftJob(url, pathToFileURL(join(allowed, "passwd")).href)
-          expect(notJson.status).toBe("failed")
+          expect(notJson.status).toBe("FAILED")
           expect(notJson.error_message).toBe("training data line 1 is not JSON")
           const badField = yield* sftJob(url, pathToFileURL(join(allowed, "field.jsonl")).href)
-          expect(badField.status).toBe("failed")
+          expect(badField.status).toBe("FAILED")
           expect(badField.error_message).toBe(
             "training data line 2 is not a {messages, tools?} example: messages is invalid"
           )
@@ -181,7 +181,7 @@ describe("training_data_url reads only what the owner allows", () => {
           const { url } = yield* LocalBackend.LocalBackend
           const served = yield* dataServer
           const job = yield* sftJob(url, served.url)
-          expect(job.status).toBe("failed")
+          expect(job.status).toBe("FAILED")
           expect(job.error_message).toContain("--allow-http")
           expect(served.requests()).toBe(0)
         }).pipe(Effect.scoped)
@@ -194,10 +194,10 @@ describe("training_data_url reads only what the owner allows", () => {
       Effect.gen(function* () {
         const { url } = yield* LocalBackend.LocalBackend
         const served = yield* dataServer
-        expect(yield* sftJob(url, served.url)).toMatchObject({ status: "succeeded" })
+        expect(yield* sftJob(url, served.url)).toMatchObject({ status: "COMPLETED" })
         expect(served.requests()).toBe(1)
         const file = yield* sftJob(url, pathToFileURL(join(allowed, "good.jsonl")).href)
-        expect(file.status).toBe("failed")
+        expect(file.status).toBe("FAILED")
         expect(file.error_message).toContain("is not under a directory this server may read")
       }).pipe(Effect.scoped)
     )
@@ -252,7 +252,7 @@ describe("one backend per data directory", () => {
       const secondScope = yield* Scope.make()
       const second = yield* start(dataDir, secondScope)
       expect(second.url).not.toBe(first.url)
-      expect(yield* sftJob(second.url, uploaded.json.url)).toMatchObject({ status: "succeeded", error_message: null })
+      expect(yield* sftJob(second.url, uploaded.json.url)).toMatchObject({ status: "COMPLETED", error_message: null })
       yield* Scope.close(secondScope, Exit.void)
     })
   )

@@ -51,7 +51,7 @@ describe("crash", () => {
             expect(yield* (yield* Checkpoints).weights(ids.model, 0)).toEqual(Buffer.from([7, 7, 7]))
             expect((yield* (yield* Logs).list(ids.model)).length).toBe(1)
             expect(yield* (yield* Jobs).get(ids.job)).toMatchObject({
-              status: "failed",
+              status: "FAILED",
               error_message: INTERRUPTED_MESSAGE
             })
             const events = (yield* (yield* JobEvents).list(ids.job)).data.map((e) => e.type)

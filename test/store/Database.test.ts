@@ -23,7 +23,8 @@ describe("Database", () => {
         { migration_id: 4, name: "trace_objects" },
         { migration_id: 5, name: "trace_feedback" },
         { migration_id: 6, name: "responses" },
-        { migration_id: 7, name: "checkpoint_digests" }
+        { migration_id: 7, name: "checkpoint_digests" },
+        { migration_id: 8, name: "job_records" }
       ])
     })
   )

@@ -30,10 +30,10 @@ describe("Jobs", () => {
           const a1 = yield* jobs.enqueue(a, "rl", { n: 1 })
           const b1 = yield* jobs.enqueue(b, "sft", { n: 2 })
           const a2 = yield* jobs.enqueue(a, "rl", { n: 3 })
-          expect(a1).toMatchObject({ status: "queued", kind: "rl", model_id: a, started_at: null, step: null })
+          expect(a1).toMatchObject({ status: "PENDING", kind: "rl", model_id: a, training_start: null, step: null })
 
           const first = Option.getOrThrow(yield* jobs.claim(a))
-          expect(first.job).toMatchObject({ id: a1.id, status: "running" })
+          expect(first.job).toMatchObject({ id: a1.id, status: "RUNNING" })
           expect(first.request).toEqual({ n: 1 })
           // Model a has a running job: nothing more to claim for it, but b's job can run.
           expect(yield* jobs.claim(a)).toEqual(Option.none())
@@ -41,13 +41,13 @@ describe("Jobs", () => {
           expect(yield* jobs.claim()).toEqual(Option.none())
 
           const done = yield* jobs.succeed(a1.id, { weights: bytes(1), metrics: { loss: 0.5 } })
-          expect(done.job).toMatchObject({ status: "succeeded", step: 1 })
+          expect(done.job).toMatchObject({ status: "COMPLETED", step: 1 })
           expect(done.checkpoint).toMatchObject({ step: 1, metrics: { loss: 0.5 } })
           expect((yield* Effect.flip(jobs.succeed(a1.id, { weights: bytes(1) }))).reason).toBe("Conflict")
 
           expect(claimedId(yield* jobs.claim(a))).toBe(a2.id)
           const failed = yield* jobs.fail(a2.id, "diverged")
-          expect(failed).toMatchObject({ status: "failed", error_message: "diverged" })
+          expect(failed).toMatchObject({ status: "FAILED", error_message: "diverged" })
           expect((yield* Effect.flip(jobs.fail(a2.id, "again"))).reason).toBe("Conflict")
 
           const events = yield* JobEvents
@@ -57,7 +57,7 @@ describe("Jobs", () => {
           expect((yield* events.list(a2.id)).data.map((e) => [e.type, e.data])).toEqual([
             ["training_failed", { error_message: "diverged" }]
           ])
-          expect((yield* jobs.list(a)).map((j) => j.status)).toEqual(["succeeded", "failed"])
+          expect((yield* jobs.list(a)).map((j) => j.status)).toEqual(["COMPLETED", "FAILED"])
           // An ended job's request body is released (the log keeps the trajectories); a queued one's is kept.
           expect(yield* jobs.request(a1.id)).toBeNull()
           expect(yield* jobs.request(a2.id)).toBeNull()
@@ -96,8 +96,8 @@ describe("Jobs", () => {
       yield* withStore(dir)(
         Effect.gen(function* () {
           const jobs = yield* Jobs
-          expect(yield* jobs.get(ids.running)).toMatchObject({ status: "failed", error_message: INTERRUPTED_MESSAGE })
-          expect((yield* jobs.get(ids.queued)).status).toBe("queued")
+          expect(yield* jobs.get(ids.running)).toMatchObject({ status: "FAILED", error_message: INTERRUPTED_MESSAGE })
+          expect((yield* jobs.get(ids.queued)).status).toBe("PENDING")
           // Recovery releases the bodies of ended jobs (the one left running included), not a queued one's.
           expect(yield* jobs.request(ids.ended)).toBeNull()
           expect(yield* jobs.request(ids.running)).toBeNull()

@@ -121,7 +121,7 @@ describe("a training loop killed while its job trains", () => {
     first.child.kill("SIGKILL")
     expect((await first.exited).signal).toBe("SIGKILL")
     const before = await api<{ status: string }>(url, "GET", `/v1/preview/training-jobs/${record.jobId}`)
-    expect(["queued", "running"]).toContain(before.status)
+    expect(["PENDING", "RUNNING"]).toContain(before.status)
     expect(await jobsOf(dataDir, record.modelId)).toHaveLength(1)
 
     // 2. Started again on the same state: step 0's job is followed, then step 1 is gathered and trained.
@@ -131,12 +131,12 @@ describe("a training loop killed while its job trains", () => {
     expect(second.output()).toContain(`step 0: following training job ${record.jobId}`)
     expect(second.output()).toContain("summary [[0,1],[1,2]]")
     const blocked = await api<{ status: string }>(url, "GET", `/v1/preview/training-jobs/${blocking.id}`)
-    expect(blocked.status).toBe("succeeded")
+    expect(blocked.status).toBe("COMPLETED")
 
     // One job per step: the one submitted before the kill and the next step's.
     const jobs = await jobsOf(dataDir, record.modelId)
     expect(jobs).toHaveLength(2)
     expect(jobs[0]?.id).toBe(record.jobId)
-    expect(jobs.map((job) => job.status)).toEqual(["succeeded", "succeeded"])
+    expect(jobs.map((job) => job.status)).toEqual(["COMPLETED", "COMPLETED"])
   }, 60_000)
 })

@@ -94,8 +94,8 @@ export const overview = (modelId: string): Effect.Effect<Overview, StoreError, S
       readonly metrics: string
       readonly created_at: string
     }>`SELECT id, split, step, metrics, created_at FROM logs WHERE model_id = ${modelId} ORDER BY step, rowid`
-    const jobs = yield* sql<JobSummary>`SELECT id, kind, status, created_at, started_at, finished_at, step,
-      error_message FROM training_jobs WHERE model_id = ${modelId} ORDER BY seq`
+    const jobs = yield* sql<JobSummary>`SELECT id, kind, status, progress, created_at, updated_at, training_start,
+      training_end, step, error_message FROM training_jobs WHERE model_id = ${modelId} ORDER BY seq`
     const events = yield* sql<{ readonly job_id: string; readonly data: string }>`SELECT e.job_id, e.data
       FROM job_events e JOIN training_jobs j ON j.id = e.job_id
       WHERE j.model_id = ${modelId} AND e.type = 'gradient_step' ORDER BY j.seq, e.seq`
@@ -105,7 +105,7 @@ export const overview = (modelId: string): Effect.Effect<Overview, StoreError, S
       readonly created_at: string
     }>`SELECT step, metrics, created_at FROM checkpoints WHERE model_id = ${modelId} ORDER BY step`
     const kept = new Set(checkpoints.map((c) => c.step))
-    const made = new Set(jobs.flatMap((job) => (job.status === "succeeded" && job.step !== null ? [job.step] : [])))
+    const made = new Set(jobs.flatMap((job) => (job.status === "COMPLETED" && job.step !== null ? [job.step] : [])))
     const deleted: Array<CheckpointPoint> = [...made]
       .filter((step) => !kept.has(step))
       .map((step) => ({ step, deleted: true, metrics: {}, created_at: null }))

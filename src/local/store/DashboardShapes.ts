@@ -49,14 +49,19 @@ export interface CheckpointPoint {
   readonly created_at: string | null
 }
 
-/** A job as the model page lists it. */
+/**
+ * A job as the model page lists it: the published record's fields and names (`status` one of `PENDING`,
+ * `RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`), with its kind and the step it made.
+ */
 export interface JobSummary {
   readonly id: string
   readonly kind: string
   readonly status: string
+  readonly progress: number | null
   readonly created_at: string
-  readonly started_at: string | null
-  readonly finished_at: string | null
+  readonly updated_at: string
+  readonly training_start: string | null
+  readonly training_end: string | null
   readonly step: number | null
   readonly error_message: string | null
 }

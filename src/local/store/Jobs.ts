@@ -5,9 +5,9 @@
  * (the status and a `training_failed` event, together).
  *
  * ## Crash recovery
- * `recover` fails every job left `running` (the process died during it) with a `training_failed` event
- * ("the server stopped while the job was running"); {@link layer} runs it when built. Queued jobs stay
- * queued and are claimed again.
+ * `recover` fails every job left `RUNNING` (the process died during it) with a `training_failed` event
+ * ("the server stopped while the job was running"); {@link layer} runs it when built. Pending jobs stay
+ * pending and are claimed again.
  *
  * ## Request bodies
  * A job keeps its request body (an RL job's trajectory groups, often the largest thing stored) only until it
@@ -27,6 +27,7 @@ import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type { JsonObject } from "../../api/Json.js"
+import { TrainingJobStatus } from "../../api/TrainingJob.js"
 import {
   type CheckpointRecord,
   insertCheckpoint,
@@ -46,27 +47,38 @@ export const JobKind = Schema.Literal("rl", "sft")
 /** @see {@link JobKind} */
 export type JobKind = typeof JobKind.Type
 
-/** The status of a job. */
-export const JobStatus = Schema.Literal("queued", "running", "succeeded", "failed")
+/**
+ * The status of a job, as the published `TrainingJobStatus` names them: `PENDING` until the worker claims it,
+ * `RUNNING`, then `COMPLETED` or `FAILED` (`CANCELLED` is allowed by the table; nothing cancels a job yet).
+ */
+export const JobStatus = TrainingJobStatus
 /** @see {@link JobStatus} */
 export type JobStatus = typeof JobStatus.Type
 
-/** A stored job, with the wire `TrainingJob`'s field names (its `request` body is read with `request`). */
+/**
+ * A stored job, in the published record's shape (`TrainingJobResponse`: `progress` the share of its gradient
+ * steps done, null before it starts; `training_start` and `training_end` when it was claimed and ended;
+ * `updated_at` its last change), and the embedded backend's own `kind` and `step` (the checkpoint step a
+ * completed job made). Its `request` body is read with `request`. Stores written by earlier versions are
+ * migrated to it (migration 8).
+ */
 export const JobRecord = Schema.Struct({
   id: Schema.String,
   model_id: Schema.String,
   kind: JobKind,
   status: JobStatus,
+  progress: Schema.NullOr(Schema.Number),
+  error_message: Schema.NullOr(Schema.String),
+  training_start: Schema.NullOr(Schema.String),
+  training_end: Schema.NullOr(Schema.String),
   created_at: Schema.String,
-  started_at: Schema.NullOr(Schema.String),
-  finished_at: Schema.NullOr(Schema.String),
-  step: Schema.NullOr(Schema.Int),
-  error_message: Schema.NullOr(Schema.String)
+  updated_at: Schema.String,
+  step: Schema.NullOr(Schema.Int)
 })
 /** @see {@link JobRecord} */
 export type JobRecord = typeof JobRecord.Type
 
-/** A claimed job: its record (now `running`) and its request body. */
+/** A claimed job: its record (now `RUNNING`) and its request body. */
 export interface Claimed {
   /** The job. */
   readonly job: JobRecord
@@ -95,19 +107,19 @@ export interface Service {
   /** A model's jobs (or every job), in creation order. */
   readonly list: (modelId?: string) => Effect.Effect<ReadonlyArray<JobRecord>, StoreError>
   /**
-   * Claims the oldest queued job (of the model, or of any model) whose model has no running job, and marks
-   * it `running`.
+   * Claims the oldest pending job (of the model, or of any model) whose model has no running job, and marks
+   * it `RUNNING`.
    */
   readonly claim: (modelId?: string) => Effect.Effect<Option.Option<Claimed>, StoreError>
   /**
-   * Ends a running job: stores its checkpoint, marks it `succeeded` with the step and appends
+   * Ends a running job: stores its checkpoint, marks it `COMPLETED` with the step and appends
    * `training_ended`, in one transaction. `Conflict` unless running, or when the step exists.
    */
   readonly succeed: (
     id: string,
     result: Result
   ) => Effect.Effect<{ readonly job: JobRecord; readonly checkpoint: CheckpointRecord }, StoreError>
-  /** Ends a queued or running job as `failed` with a `training_failed` event; `Conflict` when it has ended. */
+  /** Ends a pending or running job as `FAILED` with a `training_failed` event; `Conflict` when it has ended. */
   readonly fail: (id: string, message: string) => Effect.Effect<JobRecord, StoreError>
   /**
    * Claims a job like `claim`, waiting up to `waitMs` for one to become claimable (a job enqueued, or a
@@ -115,7 +127,7 @@ export interface Service {
    */
   readonly claimNext: (waitMs: number, modelId?: string) => Effect.Effect<Option.Option<Claimed>, StoreError>
   /**
-   * Fails every job left `running` (see the module comment) and releases the request bodies of jobs that
+   * Fails every job left `RUNNING` (see the module comment) and releases the request bodies of jobs that
    * ended; returns how many jobs it failed.
    */
   readonly recover: Effect.Effect<number, StoreError>
@@ -129,7 +141,8 @@ const RELEASED = "null"
 
 const decodeJobs = decodeRows(JobRecord, "training job")
 const decodeRequest = decodeRows(Schema.Struct({ request: Schema.parseJson() }), "training job request")
-const columns = "id, model_id, kind, status, created_at, started_at, finished_at, step, error_message"
+const columns =
+  "id, model_id, kind, status, progress, error_message, training_start, training_end, created_at, updated_at, step"
 
 /** Builds the training jobs repository over the `SqlClient`; appends its events through `JobEvents`. */
 export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents> = Effect.gen(function* () {
@@ -150,16 +163,19 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
   const enqueue = (modelId: string, kind: JobKind, request: unknown) =>
     Effect.gen(function* () {
       yield* requireModel(sql, modelId)
+      const now = yield* nowIso
       const job: JobRecord = {
         id: crypto.randomUUID(),
         model_id: modelId,
         kind,
-        status: "queued",
-        created_at: yield* nowIso,
-        started_at: null,
-        finished_at: null,
-        step: null,
-        error_message: null
+        status: "PENDING",
+        progress: null,
+        error_message: null,
+        training_start: null,
+        training_end: null,
+        created_at: now,
+        updated_at: now,
+        step: null
       }
       yield* sql`INSERT INTO training_jobs ${sql.insert({ ...job, request: json(request) })}`
       return job
@@ -184,24 +200,26 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
     Effect.gen(function* () {
       const ofModel = modelId === undefined ? sql`1 = 1` : sql`j.model_id = ${modelId}`
       const next = yield* sql<{ readonly id: string }>`SELECT j.id FROM training_jobs j
-        WHERE j.status = 'queued' AND ${ofModel} AND NOT EXISTS (
-          SELECT 1 FROM training_jobs r WHERE r.model_id = j.model_id AND r.status = 'running')
+        WHERE j.status = 'PENDING' AND ${ofModel} AND NOT EXISTS (
+          SELECT 1 FROM training_jobs r WHERE r.model_id = j.model_id AND r.status = 'RUNNING')
         ORDER BY j.seq LIMIT 1`
       const id = next[0]?.id
       if (id === undefined) return Option.none<Claimed>()
-      yield* sql`UPDATE training_jobs SET status = 'running', started_at = ${yield* nowIso} WHERE id = ${id}`
+      const now = yield* nowIso
+      yield* sql`UPDATE training_jobs SET status = 'RUNNING', progress = 0, training_start = ${now}, updated_at = ${now}
+        WHERE id = ${id}`
       return Option.some({ job: yield* get(id), request: yield* request(id) })
     }).pipe(sql.withTransaction, orDieSql, Effect.withSpan("Jobs.claim"))
 
   const succeed = (id: string, result: Result) =>
     Effect.gen(function* () {
       const job = yield* get(id)
-      if (job.status !== "running") return yield* conflict(`training job ${id} is ${job.status}, not running`)
+      if (job.status !== "RUNNING") return yield* conflict(`training job ${id} is ${job.status}, not RUNNING`)
       const now = yield* nowIso
       const step = result.step ?? Option.getOrElse(yield* latestStep(sql, job.model_id), () => -1) + 1
       const checkpoint = yield* insertCheckpoint(sql, { modelId: job.model_id, ...result, step, now })
-      yield* sql`UPDATE training_jobs SET status = 'succeeded', finished_at = ${now}, step = ${step},
-        request = ${RELEASED} WHERE id = ${id}`
+      yield* sql`UPDATE training_jobs SET status = 'COMPLETED', progress = 1, training_end = ${now}, updated_at = ${now},
+        step = ${step}, request = ${RELEASED} WHERE id = ${id}`
       yield* insertEvent(id, "training_ended", { step }, now)
       return { job: yield* get(id), checkpoint }
     }).pipe(
@@ -217,16 +235,16 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
 
   const failJob = (id: string, message: string, now: string) =>
     Effect.zipRight(
-      sql`UPDATE training_jobs SET status = 'failed', finished_at = ${now}, error_message = ${message},
-        request = ${RELEASED} WHERE id = ${id}`,
+      sql`UPDATE training_jobs SET status = 'FAILED', training_end = ${now}, updated_at = ${now},
+        error_message = ${message}, request = ${RELEASED} WHERE id = ${id}`,
       insertEvent(id, "training_failed", { error_message: message }, now)
     )
 
   const fail = (id: string, message: string) =>
     Effect.gen(function* () {
       const job = yield* get(id)
-      if (job.status === "succeeded" || job.status === "failed") {
-        return yield* conflict(`training job ${id} has already ${job.status}`)
+      if (job.status !== "PENDING" && job.status !== "RUNNING") {
+        return yield* conflict(`training job ${id} has already ended (${job.status})`)
       }
       yield* failJob(id, message, yield* nowIso)
       return yield* get(id)
@@ -239,11 +257,11 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient | JobEvents
     )
 
   const recover = Effect.gen(function* () {
-    const running = yield* sql<{ readonly id: string }>`SELECT id FROM training_jobs WHERE status = 'running'`
+    const running = yield* sql<{ readonly id: string }>`SELECT id FROM training_jobs WHERE status = 'RUNNING'`
     const now = yield* nowIso
     yield* Effect.forEach(running, (row) => failJob(row.id, INTERRUPTED_MESSAGE, now), { discard: true })
     yield* sql`UPDATE training_jobs SET request = ${RELEASED}
-      WHERE status IN ('succeeded', 'failed') AND request <> ${RELEASED}`
+      WHERE status IN ('COMPLETED', 'FAILED', 'CANCELLED') AND request <> ${RELEASED}`
     return running.map((row) => row.id)
   }).pipe(
     sql.withTransaction,

@@ -2,12 +2,15 @@
  * The jobs group over the store; the job worker (`worker.ts`) runs what these routes enqueue.
  *
  * - `POST /v1/preview/training-jobs` (RL) and `POST /v1/preview/sft-training-jobs` (SFT): enqueue a job for
- *   the body's `model_id` and answer its record, `{id, status: "queued", model_id, kind, created_at,
- *   started_at, finished_at, step, error_message}` (the fields after `id` are extra fields the `TrainingJob`
- *   schema keeps). An unknown model is 404 `{"detail": "Model not found"}`. Idempotent: a repeat of an
- *   `Idempotency-Key` answers the first job and enqueues nothing; the same key with another body is 409.
- * - `GET /v1/preview/training-jobs/{id}`: the job's record (`step` is the checkpoint step it produced, once
- *   succeeded; `error_message` once failed); 404 `{"detail": "Training job not found"}` when unknown.
+ *   the body's `model_id` and answer its record as the published `TrainingJobResponse` has it, `{id, model_id,
+ *   status: "PENDING", progress, error_message, training_start, training_end, created_at, updated_at}`, with the
+ *   backend's own `kind` (`rl` or `sft`) and `step`, which the `TrainingJob` schema keeps. The SFT body is as
+ *   closed as the published schema: a key it does not name is a 422 naming it (`extra_forbidden`). An unknown
+ *   model is 404 `{"detail": "Model not found"}`. Idempotent: a repeat of an `Idempotency-Key` answers the first
+ *   job and enqueues nothing; the same key with another body is 409.
+ * - `GET /v1/preview/training-jobs/{id}`: the job's record (`status` `PENDING`, `RUNNING`, then `COMPLETED` or
+ *   `FAILED`; `progress` its gradient steps done over those announced; `step` the checkpoint step it produced,
+ *   once completed; `error_message` once failed); 404 `{"detail": "Training job not found"}` when unknown.
  * - `GET /v1/preview/training-jobs/{id}/events?after=&limit=&wait_ms=`: a cursor page of the job's events,
  *   oldest first. `after` is the id of the last event seen; an `after` that is not an event of this job is
  *   404 `{"detail": "Training job event not found"}` (not an empty page, so a client with a stale cursor
@@ -18,6 +21,7 @@
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { ModelId } from "../../../api/Model.js"
 import type { TrainingJobEventPage } from "../../../api/TrainingApi.js"
 import {
   CreateSftTrainingJob,
@@ -36,8 +40,12 @@ const MODEL_NOT_FOUND = "Model not found"
 const JOB_NOT_FOUND = "Training job not found"
 const EVENT_NOT_FOUND = "Training job event not found"
 
-/** A job record as the wire `TrainingJob` (its id is a UUID the store generated). */
-const toWire = (job: JobRecord): TrainingJob => ({ ...job, id: job.id as TrainingJobId })
+/** A job record as the wire `TrainingJob` (its ids are UUIDs the store generated or checked). */
+const toWire = (job: JobRecord): TrainingJob => ({
+  ...job,
+  id: job.id as TrainingJobId,
+  model_id: job.model_id as ModelId
+})
 
 /** Enqueues a job of `kind` with its encoded body, through `idempotent`. */
 const enqueue = <A, I>(route: string, kind: JobKind, schema: Schema.Schema<A, I>, payload: A & { model_id: string }) =>

@@ -228,6 +228,61 @@ const checkpointDigests = Effect.gen(function* () {
   for (const row of rows) yield* sql`UPDATE checkpoints SET digest = ${weightsDigest(row.weights)} WHERE id = ${row.id}`
 })
 
+/**
+ * Migration 8: training jobs in the published record's shape (`TrainingJobResponse`): the statuses renamed
+ * (`queued` `PENDING`, `running` `RUNNING`, `succeeded` `COMPLETED`, `failed` `FAILED`; `CANCELLED` allowed),
+ * `started_at` and `finished_at` renamed `training_start` and `training_end`, and `progress` and `updated_at`
+ * added (a finished job's progress 1 when it completed; its `updated_at` the last of its times).
+ *
+ * SQLite cannot change a CHECK constraint in place, so the table is rebuilt, and `job_events` with it: dropping
+ * the old `training_jobs` while events still referenced it would delete them (`ON DELETE CASCADE` runs on a
+ * DROP, and the migration runs in a transaction, where foreign keys cannot be switched off). The new tables are
+ * filled first, the old ones dropped children first, then renamed (SQLite rewrites `job_events`' reference to
+ * the new `training_jobs` as it renames it).
+ */
+const jobRecords = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE training_jobs_8 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    model_id TEXT NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL CHECK (kind IN ('rl', 'sft')),
+    status TEXT NOT NULL CHECK (status IN ('PENDING', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED')),
+    request TEXT NOT NULL,
+    progress REAL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    training_start TEXT,
+    training_end TEXT,
+    step INTEGER,
+    error_message TEXT
+  )`
+  yield* sql`INSERT INTO training_jobs_8 (seq, id, model_id, kind, status, request, progress, created_at, updated_at,
+      training_start, training_end, step, error_message)
+    SELECT seq, id, model_id, kind,
+      CASE status WHEN 'queued' THEN 'PENDING' WHEN 'running' THEN 'RUNNING' WHEN 'succeeded' THEN 'COMPLETED'
+        ELSE 'FAILED' END,
+      request, CASE status WHEN 'succeeded' THEN 1.0 ELSE NULL END, created_at,
+      COALESCE(finished_at, started_at, created_at), started_at, finished_at, step, error_message
+    FROM training_jobs ORDER BY seq`
+  yield* sql`CREATE TABLE job_events_8 (
+    id TEXT PRIMARY KEY NOT NULL,
+    job_id TEXT NOT NULL REFERENCES training_jobs_8 (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    data TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (job_id, seq)
+  )`
+  yield* sql`INSERT INTO job_events_8 (id, job_id, seq, type, data, created_at)
+    SELECT id, job_id, seq, type, data, created_at FROM job_events`
+  yield* sql`DROP TABLE job_events`
+  yield* sql`DROP TABLE training_jobs`
+  yield* sql`ALTER TABLE training_jobs_8 RENAME TO training_jobs`
+  yield* sql`ALTER TABLE job_events_8 RENAME TO job_events`
+  yield* sql`CREATE INDEX training_jobs_model_status ON training_jobs (model_id, status, seq)`
+})
+
 /** The store's migrations, in order, for `Migrator.fromRecord`. */
 export const migrations = {
   "1_initial": initial,
@@ -236,5 +291,6 @@ export const migrations = {
   "4_trace_objects": traceObjects,
   "5_trace_feedback": traceFeedback,
   "6_responses": responses,
-  "7_checkpoint_digests": checkpointDigests
+  "7_checkpoint_digests": checkpointDigests,
+  "8_job_records": jobRecords
 }

@@ -117,7 +117,10 @@ const EventRow = Schema.Struct({
 /** Decodes event rows (`id, type, data`). */
 export const decodeEvents = decodeRows(EventRow, "job event")
 
-/** Appends an event to a job (in the caller's transaction, if any); the caller notifies waiters after commit. */
+/**
+ * Appends an event to a job (in the caller's transaction, if any), and marks the job updated (a `gradient_step`
+ * also moves its `progress`); the caller notifies waiters after commit.
+ */
 export const insertEvent = (
   sql: SqlClient.SqlClient,
   input: {
@@ -132,5 +135,17 @@ export const insertEvent = (
     yield* sql`INSERT INTO job_events (id, job_id, seq, type, data, created_at)
       SELECT ${id}, ${input.jobId}, COALESCE(MAX(seq), 0) + 1, ${input.type}, ${json(input.data)}, ${input.now}
       FROM job_events WHERE job_id = ${input.jobId}`
+    if (input.type === "gradient_step") {
+      // The job's progress: its gradient steps so far over the number its `training_started` announced.
+      yield* sql`UPDATE training_jobs SET updated_at = ${input.now}, progress = COALESCE((
+          SELECT MIN(1.0, CAST((SELECT COUNT(*) FROM job_events WHERE job_id = ${input.jobId}
+            AND type = 'gradient_step') AS REAL) / n)
+          FROM (SELECT json_extract(data, '$.num_sequences') AS n FROM job_events
+            WHERE job_id = ${input.jobId} AND type = 'training_started' ORDER BY seq DESC LIMIT 1)
+          WHERE n > 0), progress)
+        WHERE id = ${input.jobId}`
+    } else {
+      yield* sql`UPDATE training_jobs SET updated_at = ${input.now} WHERE id = ${input.jobId}`
+    }
     return { id, type: input.type, data: input.data }
   })
