@@ -5,12 +5,19 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { JsonObject, JsonValue } from "./Json.js"
 
-/** One failed check: where (`loc`, e.g. `["body", "trajectory_groups", 0, "reward"]`), what, and its kind. */
+/**
+ * One failed check: where (`loc`, e.g. `["body", "trajectory_groups", 0, "reward"]`), what, and its kind; and, as
+ * the trace service's newest published document adds (pydantic v2 sends them), the `input` that failed and the
+ * check's context (`ctx`, e.g. `{"le": 32}`), kept when a service sends them.
+ */
 export const ValidationError = Schema.Struct({
   loc: Schema.Array(Schema.Union(Schema.String, Schema.Int)),
   msg: Schema.String,
-  type: Schema.String
+  type: Schema.String,
+  input: Schema.optional(JsonValue),
+  ctx: Schema.optional(JsonObject)
 }).annotations({ identifier: "ValidationError" })
 
 /** @see {@link ValidationError} */

@@ -129,11 +129,11 @@ const noKey = (
   ast: AST.Declaration
 ): Effect.Effect<{ readonly [key: string]: never }, ParseResult.ParseIssue> => {
   if (typeof u !== "object" || u === null || Array.isArray(u)) return ParseResult.fail(new ParseResult.Type(ast, u))
-  const keys = Object.keys(u)
-  if (keys.length === 0) return ParseResult.succeed({})
   const at = (key: string) =>
     new ParseResult.Pointer(key, u, new ParseResult.Unexpected((u as Record<string, unknown>)[key], "takes no key"))
-  return ParseResult.fail(new ParseResult.Composite(ast, u, keys.map(at)))
+  const [first, ...rest] = Object.keys(u)
+  if (first === undefined) return ParseResult.succeed({})
+  return ParseResult.fail(new ParseResult.Composite(ast, u, [at(first), ...rest.map(at)]))
 }
 
 /**

@@ -5,6 +5,7 @@ import * as Schema from "effect/Schema"
 import { ChatCompletion, Choice } from "../../src/api/ChatCompletion.js"
 import { Tool, UserMessage } from "../../src/api/ChatMessage.js"
 import { SystemCheck } from "../../src/api/Health.js"
+import { HTTPValidationError } from "../../src/api/HttpValidationError.js"
 import {
   CreateSftTrainingJob,
   CreateTrainingJob,
@@ -186,6 +187,24 @@ describe("the SFT job body is closed, as the published schema is", () => {
     for (const batch_size of [0, 33, 1.5, "big"]) {
       expect(issuePaths(SftTrainingConfig, { batch_size })).toContainEqual(["batch_size"])
     }
+  })
+})
+
+describe("validation errors", () => {
+  it("keep the input and ctx a pydantic v2 service sends (the trace document's newest ValidationError)", () => {
+    const body = {
+      detail: [
+        {
+          loc: ["body", "config", "batch_size"],
+          msg: "Input should be less than or equal to 32",
+          type: "less_than_equal",
+          input: 40,
+          ctx: { le: 32 }
+        },
+        { loc: ["query", "limit"], msg: "Field required", type: "missing" }
+      ]
+    }
+    expect(Schema.decodeUnknownSync(HTTPValidationError)(body)).toStrictEqual(body)
   })
 })
 
