@@ -116,19 +116,16 @@ export class RolloutGatewayError extends Data.TaggedError("RolloutGatewayError")
 /** Starts a gateway for the life of the scope (the listener and every connection close with it). */
 export const make = (options: Options = {}): Effect.Effect<Service, RolloutGatewayError, Scope.Scope> =>
   Effect.map(
-    Effect.acquireRelease(
-      Effect.tryPromise({
-        try: () => internal.listen(options),
-        catch: (cause) =>
-          new RolloutGatewayError({
-            reason: "Listen",
-            description: `the rollout gateway cannot listen on ${options.host ?? "127.0.0.1"}:${options.port ?? 0}: ${
-              cause instanceof Error ? cause.message : String(cause)
-            }; choose another host or port`,
-            cause
-          })
-      }),
-      (listener) => Effect.promise(() => listener.close())
+    Effect.mapError(
+      internal.make(options),
+      (error) =>
+        new RolloutGatewayError({
+          reason: "Listen",
+          description: `the rollout gateway cannot listen on ${options.host ?? "127.0.0.1"}:${options.port ?? 0}: ${
+            error.cause instanceof Error ? error.cause.message : String(error.cause)
+          }; choose another host or port`,
+          cause: error.cause
+        })
     ),
     (listener): Service => ({
       url: listener.url,

@@ -1,42 +1,69 @@
 /**
- * The OpenAI-compatible HTTP surface of a running rollout, as a Web `Request -> Response` function: what
- * `RolloutOpenAI`'s client, `RolloutFetch.fetch` and the rollout gateway all answer with. Every completion is a
- * recorded turn of the rollout (`Rollout.chat`); nothing leaves the process but the policy's own calls.
+ * The OpenAI-compatible HTTP surface of a running rollout, on `@effect/platform`: {@link RolloutApi}, the
+ * contract's own chat-completions, Responses and model-list endpoints (`src/api/`), with one set of handlers,
+ * served in-process as a Web handler (`RolloutFetch`, `RolloutOpenAI`: {@link handler}) and by the platform's
+ * Node server for the gateway (`gateway.ts`: {@link app}). Every completion is a recorded turn of the rollout
+ * (`Rollout.chat`, `Rollout.chatStream`); nothing leaves the process but the policy's own calls.
  *
- * Routes (matched on the path's end, so any base URL works):
- * - `POST .../chat/completions`: a chat completion of the rollout's policy, whole or (with `stream: true`) as
- *   server-sent events once it is complete (a rollout records whole choices);
- * - `POST .../responses`, `GET`/`DELETE .../responses/{id}`, `GET .../responses/{id}/input_items`: the
- *   Responses API, translated onto chat completions (`rolloutResponses.ts`);
- * - `GET .../models`: the rollout's policy as the one model.
+ * The app is built once; the rollout a request is answered in is its {@link Surface}, given per request
+ * ({@link CurrentSurface}). Each completion runs in the rollout's own runtime (its context and fiber refs, so a
+ * traced completion is a call under the rollout's), in the request's fiber: no promise between them, and a
+ * request whose client goes away interrupts its completion.
  *
- * Errors take the OpenAI shape `{error: {message, type, param, code}}`: a body that is not JSON or fails the
- * request schema is a 400 naming the field; what the policy's service refuses keeps its status and message;
- * an unknown route is a 404. An interrupted or failed (defect) completion rejects the Promise, which SDKs
- * report as a connection error.
+ * Routes (the path from its last `/v1`, so any base URL works):
+ * - `POST /v1/chat/completions`: a completion of the rollout's policy, whole or (with `stream: true`) its chunks
+ *   as server-sent events while they are sampled; what is recorded is the joined completion;
+ * - `POST /v1/responses`, `GET`/`DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`: the
+ *   Responses API (`api/internal/responsesRoutes.ts`, the routes the embedded backend serves too), over the
+ *   responses the rollout keeps;
+ * - `GET /v1/models`: the rollout's policy (and its fixed policies) as the models.
+ *
+ * A body is read once, bounded ({@link DEFAULT_MAX_BODY_SIZE}: a 413 as soon as it is larger, before it is
+ * buffered whole), parsed once and its nesting depth checked before any schema decodes it (`jsonDepth.ts`, the
+ * check the embedded backend makes). Errors take the OpenAI shape `{error: {message, type, param, code}}`: a body
+ * that is not JSON or fails the request schema is a 400 naming the field; what the policy's service refuses keeps
+ * its status and message; an unknown route is a 404, a known one under another method a 405; a completion that
+ * failed otherwise a 500 "the rollout's completion did not finish".
  */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpBody from "@effect/platform/HttpBody"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Runtime from "effect/Runtime"
+import * as Predicate from "effect/Predicate"
+import type * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
+import { listModels } from "../../api/InferenceApi.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
-import { firstField } from "../../api/ResponsesChat.js"
+import * as ResponsesRoutes from "../../api/internal/responsesRoutes.js"
+import { ResponsesGroup } from "../../api/ResponsesApi.js"
+import { firstField, type StoredResponse } from "../../api/ResponsesChat.js"
+import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError } from "../../client/ApiError.js"
 import type { Request as PolicyRequest } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
 import { InvalidTurn } from "./recorder.js"
-import { responsesRoute } from "./rolloutResponses.js"
 
 /**
  * The largest request body a rollout takes by default, in bytes (4 MiB). A request's text all becomes prompt
  * tokens, so a body fits a context: 131,072 tokens at the worst JSON of a few bytes each (escapes, keys) is about
- * 1 MiB; the rest is room. A body beyond is refused (413) before it is parsed, so no agent's request can hold the
- * event loop or the memory that a parse of tens of megabytes takes.
+ * 1 MiB; the rest is room. A body beyond is refused (413) as soon as it is larger, before it is parsed, so no
+ * agent's request can hold the event loop or the memory that a parse of tens of megabytes takes.
  */
 export const DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 
@@ -48,29 +75,35 @@ export interface Options {
   readonly maxBodySize?: number | undefined
 }
 
-/** The 413 for a body over `limit` bytes. */
-export const tooLarge = (limit: number): Response =>
-  errorResponse(413, `the request body is larger than ${limit} bytes`, "invalid_request_error")
-
 /** A Web-standard HTTP handler. */
 export type Handler = (request: Request) => Promise<Response>
 
-/** What a route of the surface is given: how to run effects in the rollout, and the options. */
-export interface RouteContext {
-  /** Runs an effect in the rollout (with its `Rollout.Current`); aborted by the signal. */
-  readonly run: <A, E>(
-    effect: Effect.Effect<A, E, Rollout.Current>,
-    signal?: AbortSignal | undefined
-  ) => Promise<Exit.Exit<A, E>>
-  /** The options the surface was made with. */
-  readonly options: Options
-  /** The name the policy answers as (`model` of every completion and of `/models`). */
+/** The rollout a request is answered in. */
+export interface Surface {
+  /** The rollout's runtime: its policy, its recorder, its fiber refs. */
+  readonly runtime: Runtime.Runtime<Rollout.Current>
+  /** The name the rollout's policy answers as. */
   readonly policyName: string
+  /** Model names answered by a fixed policy, each in a runtime of its own (not the rollout's record). */
+  readonly fixed: ReadonlyMap<string, Runtime.Runtime<Rollout.Current>>
+  /** The surface's options. */
+  readonly options: Options
+  /** Completes when the rollout has ended: a request still in flight is answered by {@link Surface.endedAnswer}. */
+  readonly ended?: Effect.Effect<void> | undefined
+  /** The answer to a request in flight when the rollout ended. */
+  readonly endedAnswer?: (() => HttpServerResponse.HttpServerResponse) | undefined
 }
 
-/** A JSON response. */
-export const json = (status: number, body: unknown): Response =>
-  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } })
+/** The surface of the request being answered (given per request; see the module). */
+export class CurrentSurface extends Context.Reference<CurrentSurface>()("effect-rl/workflow/RolloutSurface", {
+  defaultValue: (): Surface | undefined => undefined
+}) {}
+
+/** The rollout's endpoints: the contract's chat completion, Responses and model-list endpoints. */
+export class RolloutApi extends HttpApi.make("RolloutApi")
+  .add(HttpApiGroup.make("chat", { topLevel: true }).add(createChatCompletion))
+  .add(ResponsesGroup)
+  .add(HttpApiGroup.make("models", { topLevel: true }).add(listModels)) {}
 
 /** An error response in the OpenAI shape. */
 export const errorResponse = (
@@ -79,265 +112,403 @@ export const errorResponse = (
   type: string,
   param: string | null = null,
   code: string | number | null = null
-): Response => json(status, { error: { message, type, param, code } })
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.unsafeJson({ error: { message, type, param, code } }, { status })
 
-/** A server-sent events response of the given JSON events, then `data: [DONE]`. */
-export const sseResponse = (events: ReadonlyArray<unknown>, done = true): Response =>
-  new Response(
-    `${events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("")}${done ? "data: [DONE]\n\n" : ""}`,
-    {
-      status: 200,
-      headers: { "content-type": "text/event-stream", "cache-control": "no-cache" }
-    }
-  )
+/** The 413 for a body over `limit` bytes. */
+export const tooLarge = (limit: number): HttpServerResponse.HttpServerResponse =>
+  errorResponse(413, `the request body is larger than ${limit} bytes`, "invalid_request_error")
 
-/** How the Responses API names the chat request's fields and words its messages (identity for chat). */
-export interface Words {
-  readonly message: (m: string) => string
-  readonly param: (p: string | null) => string | null
-}
-
-const CHAT_WORDS: Words = { message: (m) => m, param: (p) => p }
+const didNotFinish = () => errorResponse(500, "the rollout's completion did not finish", "server_error")
 
 /**
- * A failed completion as an OpenAI error: an `InvalidTurn` is a 400, the service's `ApiError` keeps its status
- * and message (in `words`); `undefined` for anything else (an interruption, a defect).
+ * A failed completion as the caller's error: an `InvalidTurn` is a 400, the service's `ApiError` keeps its status
+ * and message; `undefined` for anything else (an interruption, a defect).
  */
-const failureOf = (
-  cause: Cause.Cause<unknown>,
-  words: Words
-): { readonly status: number; readonly body: { readonly error: object } } | undefined => {
+const failureOf = (cause: Cause.Cause<unknown>): ResponsesRoutes.OpenAiError | undefined => {
   const failure = Option.getOrUndefined(Cause.failureOption(cause))
-  const error = (status: number, message: string, type: string, param: string | null = null, code: unknown = null) => ({
-    status,
-    body: { error: { message, type, param, code } }
-  })
-  if (failure instanceof InvalidTurn) return error(400, failure.message, "invalid_request_error")
+  if (failure instanceof InvalidTurn) {
+    return { status: 400, type: "invalid_request_error", message: failure.message, param: null, code: null }
+  }
   if (failure instanceof ApiError) {
-    return error(
-      failure.status ?? 502,
-      words.message(failure.description),
-      failure.errorType ?? "api_error",
-      words.param(failure.param ?? null),
-      failure.code ?? null
-    )
+    return {
+      status: failure.status ?? 502,
+      type: failure.errorType ?? "api_error",
+      message: failure.description,
+      param: failure.param ?? null,
+      code: failure.code ?? null
+    }
   }
   return undefined
 }
 
+const errorOf = (error: ResponsesRoutes.OpenAiError) =>
+  errorResponse(error.status, error.message, error.type, error.param, error.code)
+
+/** A failed completion's response: the caller's error, or a 500 (the cause logged). */
+const failedResponse = (cause: Cause.Cause<unknown>) => {
+  const error = failureOf(cause)
+  return error === undefined
+    ? Effect.as(Effect.logWarning("a rollout's completion did not finish", cause), didNotFinish())
+    : Effect.succeed(errorOf(error))
+}
+
+/** The current surface; a defect outside one (the app is served only with one). */
+const currentSurface = Effect.flatMap(CurrentSurface, (surface) =>
+  surface === undefined ? Effect.dieMessage("a rollout's route was served outside a rollout") : Effect.succeed(surface)
+)
+
 /**
- * The response for a failed completion (see `failureOf`); anything but a typed failure (an interruption, a defect)
- * rejects: SDKs turn a rejected fetch into their connection error.
+ * The request's body as JSON, read once and bounded: the 413 as soon as it is larger than `limit` (before it is
+ * read when it declares its length), the 400 for text that is not JSON or nests deeper than the embedded backend
+ * takes (checked before any schema decodes it: decoding and formatting an error recurse once per level), naming
+ * the top-level field that nests too deep.
  */
-export const failureResponse = (cause: Cause.Cause<unknown>, words: Words = CHAT_WORDS): Response => {
-  const failure = failureOf(cause, words)
-  if (failure === undefined) throw new Error(`the rollout's completion did not finish: ${cause._tag}`)
-  return json(failure.status, failure.body)
-}
+const readJson = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Effect.Effect<Either.Either<unknown, HttpServerResponse.HttpServerResponse>> =>
+  Effect.gen(function* () {
+    if (Number(request.headers["content-length"] ?? Number.NaN) > limit) return Either.left(tooLarge(limit))
+    const read = yield* Effect.either(
+      Stream.runFoldWhile(
+        request.stream,
+        { size: 0, chunks: [] as Array<Uint8Array> },
+        (state) => state.size <= limit,
+        (state, chunk) => {
+          state.chunks.push(chunk)
+          return { size: state.size + chunk.length, chunks: state.chunks }
+        }
+      )
+    )
+    if (Either.isLeft(read))
+      return Either.left(errorResponse(400, "the request body could not be read", "invalid_request_error"))
+    if (read.right.size > limit) return Either.left(tooLarge(limit))
+    const text = Buffer.concat(read.right.chunks).toString("utf8")
+    let body: unknown
+    try {
+      body = JSON.parse(text) as unknown
+    } catch {
+      return Either.left(
+        jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
+          ? errorResponse(400, TOO_DEEP, "invalid_request_error")
+          : errorResponse(400, "the request body is not JSON", "invalid_request_error")
+      )
+    }
+    return nestsDeeper(body, MAX_JSON_DEPTH)
+      ? Either.left(errorResponse(400, TOO_DEEP, "invalid_request_error", deepField(body, MAX_JSON_DEPTH)))
+      : Either.right(body)
+  })
 
-/** A failed completion as the body of a server-sent error event, after the stream's status was sent. */
-export const errorEvent = (cause: Cause.Cause<unknown>, words: Words = CHAT_WORDS): { readonly error: object } =>
-  failureOf(cause, words)?.body ?? {
-    error: { message: "the rollout's completion did not finish", type: "server_error", param: null, code: null }
+/** The runtime a body's `model` is answered in: a fixed policy's, or the rollout's. */
+const runtimeFor = (surface: Surface, body: unknown): Runtime.Runtime<Rollout.Current> => {
+  if (surface.fixed.size === 0 || !Predicate.hasProperty(body, "model") || typeof body.model !== "string") {
+    return surface.runtime
   }
-
-/** A schema's decoding failure as a 400 naming the first field at fault. */
-export const invalidRequest = (error: ParseResult.ParseError): Response =>
-  errorResponse(400, ParseResult.TreeFormatter.formatErrorSync(error), "invalid_request_error", firstField(error))
-
-/** How a stream's values are relayed as server-sent events (see {@link relay}). */
-export interface Relay<A> {
-  /** The events before the first value's. */
-  readonly start: ReadonlyArray<unknown>
-  /** The events of a value. */
-  readonly events: (value: A) => ReadonlyArray<unknown>
-  /** The events once the stream has ended whole. */
-  readonly end: () => ReadonlyArray<unknown>
-  /** The event of a failure after the first value (the status was sent with it). */
-  readonly error: (cause: Cause.Cause<unknown>) => unknown
+  return surface.fixed.get(body.model) ?? surface.runtime
 }
 
-const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" } as const
+/** A stream whose every pull runs in `runtime` (its context and fiber refs), in the puller's fiber. */
+const streamIn = <A, E>(
+  runtime: Runtime.Runtime<Rollout.Current>,
+  stream: Stream.Stream<A, E, Rollout.Current>
+): Stream.Stream<A, E> =>
+  Stream.unwrapScoped(
+    Effect.flatMap(Effect.scope, (scope) =>
+      Effect.map(Effect.provide(Effect.provideService(Stream.toPull(stream), Scope.Scope, scope), runtime), (pull) =>
+        Stream.repeatEffectChunkOption(Effect.provide(pull, runtime))
+      )
+    )
+  )
+
+const SSE = { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } } as const
 
 const encoder = new TextEncoder()
-const sseBytes = (events: ReadonlyArray<unknown>, done = false) =>
-  encoder.encode(
-    `${events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join("")}${done ? "data: [DONE]\n\n" : ""}`
-  )
+const sse = (data: string) => encoder.encode(`data: ${data}\n\n`)
 
-/**
- * A stream run in the rollout, relayed as server-sent events while it runs: the response (200, or `failed`'s
- * answer for a failure before the first value, so that a refused request keeps its status) once the first value
- * has come, each value's events as it comes, then `data: [DONE]` (when `done`); a failure after the first value
- * is its error event. One fiber runs the stream and writes into the body (no promise per chunk). The reader going
- * away (the body cancelled, or `signal` aborted) interrupts it.
- */
-export const relay = async <A, E>(
-  context: RouteContext,
-  stream: Stream.Stream<A, E, Rollout.Current>,
-  options: {
-    readonly open: (first: A) => Relay<A>
-    readonly failed: (cause: Cause.Cause<E>) => Response
-    readonly done: boolean
-  },
-  signal: AbortSignal | undefined
-): Promise<Response> => {
-  const stop = new AbortController()
-  const abort = () => stop.abort()
-  signal?.addEventListener("abort", abort, { once: true })
-  let controller!: ReadableStreamDefaultController<Uint8Array>
-  const body = new ReadableStream<Uint8Array>({
-    start: (c) => {
-      controller = c
-    },
-    cancel: abort
-  })
-  let relayed: Relay<A> | undefined
-  let opened!: () => void
-  const first = new Promise<void>((resolve) => {
-    opened = resolve
-  })
-  const write = (events: ReadonlyArray<unknown>, done = false) => {
-    if (events.length > 0 || done) controller.enqueue(sseBytes(events, done))
-  }
-  const running = context.run(
-    Stream.runForEachChunk(stream, (values) =>
-      Effect.sync(() => {
-        let events: Array<unknown> = []
-        for (const value of values) {
-          if (relayed === undefined) {
-            relayed = options.open(value)
-            events = [...relayed.start]
-            opened()
-          }
-          events.push(...relayed.events(value))
-        }
-        write(events)
-      })
-    ),
-    stop.signal
-  )
-  // The body is written to its end (or its error) by the fiber; the response goes once the first value came.
-  void running.then((exit) => {
-    signal?.removeEventListener("abort", abort)
-    if (relayed === undefined) return
-    try {
-      if (Exit.isSuccess(exit)) write(relayed.end(), options.done)
-      else if (!stop.signal.aborted) write([relayed.error(exit.cause)])
-      controller.close()
-    } catch {
-      // The reader went away: nothing to write to.
+const decodeChat = Schema.decodeUnknownEither(ChatCompletionRequest)
+
+/** `POST /v1/chat/completions` (see the module). */
+const chatCompletion = (surface: Surface, body: unknown) =>
+  Effect.gen(function* () {
+    const decoded = decodeChat({ ...surface.options.request, ...(body as object) })
+    if (Either.isLeft(decoded)) {
+      return errorResponse(
+        400,
+        ParseResult.TreeFormatter.formatErrorSync(decoded.left),
+        "invalid_request_error",
+        firstField(decoded.left)
+      )
     }
-  })
-  await Promise.race([first, running])
-  if (relayed !== undefined) return new Response(body, { status: 200, headers: SSE_HEADERS })
-  const exit = await running
-  if (Exit.isFailure(exit)) return options.failed(exit.cause)
-  // An empty stream: nothing but the end.
-  return sseResponse([], options.done)
-}
-
-const decodeChatRequest = Schema.decodeUnknownEither(ChatCompletionRequest)
-
-const chatRoute = async (context: RouteContext, body: unknown, signal: AbortSignal | undefined): Promise<Response> => {
-  const decoded = decodeChatRequest({ ...context.options.request, ...(body as object) })
-  if (decoded._tag === "Left") return invalidRequest(decoded.left)
-  const { model: _model, stream, stream_options, ...request } = decoded.right
-  if (stream === true) {
+    const { model: _model, stream, stream_options, ...request } = decoded.right
+    const runtime = runtimeFor(surface, body)
+    if (stream !== true) {
+      const exit = yield* Effect.exit(Effect.provide(Rollout.chat(request), runtime))
+      return Exit.isSuccess(exit) ? HttpServerResponse.unsafeJson(exit.value) : yield* failedResponse(exit.cause)
+    }
+    // The policy is always asked for usage (the trace records it); the agent gets it when it asked.
     const usage = stream_options?.include_usage === true
-    return relay(
-      context,
-      Rollout.chatStream(request),
-      {
-        open: () => ({
-          start: [],
-          // The policy is always asked for usage (the trace records it); the agent gets it when it asked.
-          events: (chunk: ChatCompletionChunk) => (usage || chunk.choices.length > 0 ? [chunk] : []),
-          end: () => [],
-          error: (cause) => errorEvent(cause)
-        }),
-        failed: (cause) => failureResponse(cause),
-        done: true
-      },
-      signal
+    const chunks = streamIn(runtime, Rollout.chatStream(request))
+    // The first chunk before the answer: a completion refused before it samples keeps its status.
+    const peeled = yield* Effect.exit(Stream.peel(chunks, Sink.head()))
+    if (Exit.isFailure(peeled)) return yield* failedResponse(peeled.cause)
+    const [first, rest] = peeled.value
+    const all = Option.match(first, { onNone: () => rest, onSome: (chunk) => Stream.concat(Stream.make(chunk), rest) })
+    const events = all.pipe(
+      Stream.filter((chunk: ChatCompletionChunk) => usage || chunk.choices.length > 0),
+      Stream.map((chunk) => sse(JSON.stringify(chunk))),
+      Stream.catchAllCause((cause) => {
+        const error = failureOf(cause)
+        return Stream.make(
+          sse(
+            JSON.stringify({
+              error:
+                error === undefined
+                  ? {
+                      message: "the rollout's completion did not finish",
+                      type: "server_error",
+                      param: null,
+                      code: null
+                    }
+                  : { message: error.message, type: error.type, param: error.param, code: error.code }
+            })
+          )
+        )
+      }),
+      Stream.concat(Stream.make(sse("[DONE]")))
     )
-  }
-  const exit = await context.run(Rollout.chat(request), signal)
-  if (Exit.isFailure(exit)) return failureResponse(exit.cause)
-  return json(200, exit.value)
-}
+    return HttpServerResponse.stream(events, SSE)
+  })
+
+/** The responses a rollout keeps, as the Responses routes' store. */
+const storeOf = (responses: Map<string, StoredResponse>): ResponsesRoutes.ResponseStore => ({
+  get: (id) => Effect.sync(() => Option.fromNullable(responses.get(id))),
+  put: (stored) => Effect.sync(() => void responses.set(stored.response.id, stored)),
+  remove: (id) => Effect.sync(() => responses.delete(id))
+})
+
+/** The rollout's (or a fixed policy's) responses, as the Responses routes' backend. */
+const backendOf = (surface: Surface, runtime: Runtime.Runtime<Rollout.Current>): ResponsesRoutes.Backend<unknown> => ({
+  store: storeOf(Context.get(runtime.context, Rollout.Current).recorder.responses),
+  defaults: surface.options.request,
+  admit: (chat) => {
+    const { model: _model, stream: _stream, stream_options: _options, ...request } = chat
+    return Effect.succeed(
+      Either.right({
+        whole: Effect.provide(Rollout.chat(request), runtime),
+        stream: streamIn(runtime, Rollout.chatStream(request))
+      })
+    )
+  },
+  failure: failureOf,
+  error: errorOf
+})
+
+const bodyOf = (surface: Surface, request: HttpServerRequest.HttpServerRequest) =>
+  readJson(request, surface.options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE)
+
+/** The handlers of the chat group. */
+const ChatLive = HttpApiBuilder.group(RolloutApi, "chat", (handlers) =>
+  handlers.handleRaw("createChatCompletion", ({ request }) =>
+    Effect.gen(function* () {
+      const surface = yield* currentSurface
+      const body = yield* bodyOf(surface, request)
+      return Either.isLeft(body) ? body.left : yield* chatCompletion(surface, body.right)
+    })
+  )
+)
+
+/** The handlers of the Responses group: the shared routes over the rollout's responses. */
+const ResponsesLive = HttpApiBuilder.group(RolloutApi, "responses", (handlers) =>
+  handlers
+    .handleRaw("createResponse", ({ request }) =>
+      Effect.gen(function* () {
+        const surface = yield* currentSurface
+        const body = yield* bodyOf(surface, request)
+        if (Either.isLeft(body)) return body.left
+        const backend = backendOf(surface, runtimeFor(surface, body.right))
+        return yield* Effect.catchAllCause(ResponsesRoutes.createResponse(backend, body.right), failedResponse)
+      })
+    )
+    .handle("getResponse", ({ path }) =>
+      Effect.flatMap(currentSurface, (surface) =>
+        ResponsesRoutes.getResponse(backendOf(surface, surface.runtime), path.response_id)
+      )
+    )
+    .handle("deleteResponse", ({ path }) =>
+      Effect.flatMap(currentSurface, (surface) =>
+        ResponsesRoutes.deleteResponse(backendOf(surface, surface.runtime), path.response_id)
+      )
+    )
+    .handle("listInputItems", ({ path, urlParams }) =>
+      Effect.flatMap(currentSurface, (surface) =>
+        ResponsesRoutes.listInputItems(backendOf(surface, surface.runtime), path.response_id, urlParams)
+      )
+    )
+)
 
 const started = Math.floor(Date.now() / 1000)
 
-const modelsRoute = (context: RouteContext): Response =>
-  json(200, {
-    object: "list",
-    data: [{ id: context.policyName, object: "model", created: started, owned_by: "effect-rl" }]
-  })
+/** The handlers of the models group: the rollout's policy, and its fixed policies, as the models. */
+const ModelsLive = HttpApiBuilder.group(RolloutApi, "models", (handlers) =>
+  handlers.handle("listModels", () =>
+    Effect.map(currentSurface, (surface) =>
+      HttpServerResponse.unsafeJson({
+        object: "list",
+        data: [surface.policyName, ...surface.fixed.keys()].map((id) => ({
+          id,
+          object: "model",
+          created: started,
+          owned_by: "effect-rl"
+        }))
+      })
+    )
+  )
+)
 
-/**
- * The body's JSON, or the 400 for text that is not JSON or nests deeper than the embedded backend takes (checked
- * before any schema decodes it: decoding and formatting the error recurse once per level), naming the top-level
- * field that nests too deep.
- */
-const readJson = async (request: Request, limit: number): Promise<{ readonly body: unknown } | Response> => {
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN)
-  if (declared > limit) return tooLarge(limit)
-  const text = await request.text()
-  if (Buffer.byteLength(text) > limit) return tooLarge(limit)
-  let body: unknown
-  try {
-    body = JSON.parse(text) as unknown
-  } catch {
-    return jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH
-      ? errorResponse(400, TOO_DEEP, "invalid_request_error")
-      : errorResponse(400, "the request body is not JSON", "invalid_request_error")
+/** The routes' paths, each with its methods: what a 405 tells apart from a 404. */
+const ROUTES: ReadonlyArray<readonly [RegExp, ReadonlyArray<string>]> = [
+  [/^\/v1\/chat\/completions$/, ["POST"]],
+  [/^\/v1\/responses$/, ["POST"]],
+  [/^\/v1\/responses\/[^/]+$/, ["GET", "DELETE"]],
+  [/^\/v1\/responses\/[^/]+\/input_items$/, ["GET"]],
+  [/^\/v1\/models$/, ["GET"]]
+]
+
+/** The answer to a request no route took: a 404 naming what is served, a 405 for a served path, or no such id. */
+const unrouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const path = new URL(request.url, "http://rollout").pathname
+  const methods = ROUTES.find(([pattern]) => pattern.test(path))?.[1]
+  const method = request.method.toUpperCase()
+  if (methods?.includes(method)) {
+    // The path's own method, refused by the router for its id (not valid percent-encoding): no such response.
+    const id = /^\/v1\/responses\/([^/]+)/.exec(path)?.[1] ?? ""
+    return errorResponse(404, `Response with id '${id}' not found.`, "invalid_request_error")
   }
-  return nestsDeeper(body, MAX_JSON_DEPTH)
-    ? errorResponse(400, TOO_DEEP, "invalid_request_error", deepField(body, MAX_JSON_DEPTH))
-    : { body }
+  if (methods !== undefined) {
+    return HttpServerResponse.setHeader(
+      errorResponse(405, `${method} ${path} is not served (${methods.join(", ")} is)`, "invalid_request_error"),
+      "allow",
+      methods.join(", ")
+    )
+  }
+  return errorResponse(
+    404,
+    `a rollout serves chat completions, responses and models, not ${method} ${path}`,
+    "not_found_error"
+  )
 }
 
-/** The path after the last `/v1` (or the whole path when it has none), without a trailing slash. */
-const routeOf = (pathname: string): string => {
-  const at = pathname.lastIndexOf("/v1/")
-  const route = at === -1 ? pathname : pathname.slice(at + 3)
-  return route.length > 1 && route.endsWith("/") ? route.slice(0, -1) : route
+/** The net around the app: unrouted requests, a path that does not decode, a failure left. */
+const net = (app: HttpApp.Default): HttpApp.Default =>
+  Effect.catchAllCause(app, (cause) =>
+    Effect.gen(function* () {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const failure: unknown = Option.getOrUndefined(Cause.failureOption(cause))
+      if (HttpServerError.isServerError(failure) && failure._tag === "RouteNotFound") return unrouted(request)
+      if (Predicate.isTagged(failure, "HttpApiDecodeError")) return unrouted(request)
+      if (Cause.isInterruptedOnly(cause)) return yield* Effect.failCause(cause)
+      return yield* failedResponse(cause)
+    })
+  )
+
+/** The path a request is routed by: from its last `/v1` (any base URL works), `/v1` added when it has none. */
+export const routedUrl = (url: string): string => {
+  const parsed = new URL(url, "http://rollout")
+  const at = parsed.pathname.lastIndexOf("/v1/")
+  const path = at === -1 ? `/v1${parsed.pathname}` : parsed.pathname.slice(at)
+  const trimmed = path.length > 4 && path.endsWith("/") ? path.slice(0, -1) : path
+  return `${trimmed}${parsed.search}`
 }
 
 /**
- * The rollout's HTTP surface (see the module) as a handler, bound to the running rollout: use it only while
+ * Answers a request in its surface, and the ended rollout's answer when the rollout ends first (its completion
+ * interrupted); the streamed body of an ended rollout stops.
+ */
+const inSurface = (app: HttpApp.Default, surface: Surface): HttpApp.Default => {
+  const answered = Effect.provideService(app, CurrentSurface, surface)
+  const { ended, endedAnswer } = surface
+  if (ended === undefined || endedAnswer === undefined) return answered
+  // Raced interruptibly: the server answers each request in an uninterruptible region (its routes are not).
+  return Effect.raceFirst(
+    Effect.map(answered, (response) =>
+      response.body._tag === "Stream"
+        ? HttpServerResponse.setBody(
+            response,
+            HttpBody.stream(
+              Stream.interruptWhen(response.body.stream, ended),
+              response.body.contentType,
+              response.body.contentLength
+            )
+          )
+        : response
+    ),
+    Effect.interruptible(Effect.as(ended, endedAnswer()))
+  )
+}
+
+/** The app of {@link RolloutApi}, built once, with its net; serve it with {@link serve}. */
+export const app: Effect.Effect<HttpApp.Default, never, Scope.Scope> = Layer.build(
+  Layer.mergeAll(
+    HttpApiBuilder.api(RolloutApi).pipe(Layer.provide([ChatLive, ResponsesLive, ModelsLive])),
+    // Inside the app, before the api encodes what failed with its error schemas.
+    HttpApiBuilder.middleware(RolloutApi, net),
+    HttpApiBuilder.Router.Live,
+    HttpApiBuilder.Middleware.layer
+  )
+).pipe(
+  Effect.flatMap((context) => Effect.provide(HttpApiBuilder.httpApp, context)),
+  Effect.map((built) => built as HttpApp.Default)
+)
+
+/** Answers a request in a surface, routed by its path from its last `/v1` (see {@link routedUrl}). */
+export const serve = (built: HttpApp.Default, surface: Surface): HttpApp.Default => {
+  const answered = inSurface(built, surface)
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.provideService(
+      answered,
+      HttpServerRequest.HttpServerRequest,
+      request.modify({ url: routedUrl(request.url) })
+    )
+  )
+}
+
+/** The app, built once for the process, as a Web handler taking the surface per request. */
+let webApp: ((request: Request, context?: Context.Context<never>) => Promise<Response>) | undefined
+
+const web = () => {
+  if (webApp === undefined) {
+    // Built for the life of the process: one router for every rollout's in-process surface.
+    const built = Effect.runSync(Effect.flatMap(Scope.make(), (scope) => Scope.extend(app, scope)))
+    webApp = HttpApp.toWebHandler(
+      Effect.flatMap(CurrentSurface, (surface) =>
+        surface === undefined ? Effect.dieMessage("no rollout") : serve(built, surface)
+      )
+    )
+  }
+  return webApp
+}
+
+/** The running rollout's surface (see {@link Surface}), with fixed policies' runtimes when given. */
+export const surfaceOf = (
+  options: Options,
+  fixed: ReadonlyMap<string, Runtime.Runtime<Rollout.Current>> = new Map()
+): Effect.Effect<Surface, never, Rollout.Current> =>
+  Effect.zipWith(Effect.runtime<Rollout.Current>(), Rollout.policy, (runtime, policy) => ({
+    runtime,
+    policyName: policy.name,
+    fixed,
+    options
+  }))
+
+/**
+ * The rollout's HTTP surface (see the module) as a Web handler, bound to the running rollout: use it only while
  * the rollout runs.
  */
 export const handler = (options: Options = {}): Effect.Effect<Handler, never, Rollout.Current> =>
-  Effect.zipWith(Effect.runtime<Rollout.Current>(), Rollout.policy, (runtime, policy): Handler => {
-    const runExit = Runtime.runPromiseExit(runtime)
-    const context: RouteContext = {
-      run: (effect, signal) => runExit(effect, signal === undefined ? {} : { signal }),
-      options,
-      policyName: policy.name
-    }
-    const limit = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
-    return async (request) => {
-      const route = routeOf(new URL(request.url).pathname)
-      const method = request.method.toUpperCase()
-      if (method === "GET" && route === "/models") return modelsRoute(context)
-      if (route === "/chat/completions" && method === "POST") {
-        const read = await readJson(request, limit)
-        return read instanceof Response ? read : chatRoute(context, read.body, request.signal)
-      }
-      if (route === "/responses" || route.startsWith("/responses/")) {
-        const read = method === "POST" ? await readJson(request, limit) : { body: undefined }
-        return read instanceof Response
-          ? read
-          : responsesRoute(context, method, route, read.body, request.signal, new URL(request.url).searchParams)
-      }
-      return errorResponse(
-        404,
-        `a rollout serves chat completions, responses and models, not ${method} ${new URL(request.url).pathname}`,
-        "not_found_error"
-      )
-    }
+  Effect.map(surfaceOf(options), (surface): Handler => {
+    const context = Context.make(CurrentSurface, surface) as Context.Context<never>
+    return (request) => web()(request, context)
   })
 
 const requestOf = (input: unknown, init?: RequestInit): Request =>
