@@ -60,13 +60,13 @@ const service = (options: { readonly honours: boolean; readonly drop?: boolean }
     fake.route("POST", JOBS, (request, attempt) => {
       const key = request.headers["idempotency-key"] as string | undefined
       const earlier = options.honours ? jobs.find((job) => job.key === key) : undefined
-      if (earlier !== undefined) return { json: { id: earlier.id }, ...(said ? { headers: said } : {}) }
+      if (earlier !== undefined) return { json: FakeService.jobRecord(earlier.id), ...(said ? { headers: said } : {}) }
       const job = { id: UUID(500 + jobs.length), key, body: request.body }
       jobs.push(job)
       // The job exists; the answer is lost (a reset after the body was read): always where keys are not
       // honoured (nothing should ask twice), the first time where they are.
       if ((options.drop ?? true) && (!options.honours || attempt === 0)) return { destroy: true }
-      return { json: { id: job.id }, ...(said ? { headers: said } : {}) }
+      return { json: FakeService.jobRecord(job.id), ...(said ? { headers: said } : {}) }
     })
     if (said) fake.route("GET", "/v1/health", () => ({ json: { status: "ok" }, headers: said }))
     const context = yield* Layer.build(
@@ -195,7 +195,7 @@ describe("a create whose answer is lost, on a scripted service", () => {
       expect(error).toMatchObject({ _tag: "ApiError", reason: "NotFound" })
       expect(records(dir)).toEqual([])
 
-      fake.route("POST", JOBS, () => ({ json: { id: UUID(900) } }))
+      fake.route("POST", JOBS, () => ({ json: FakeService.jobRecord(UUID(900)) }))
       fake.route("GET", "/v1/preview/training-jobs/:id/events", () => ({
         json: {
           object: "list",
