@@ -348,7 +348,11 @@ const record = <A, E, R>(
       },
       metadata: { ...recorder.metadata },
       logs: [...recorder.logs],
-      start_time: new Date(start).toISOString()
+      start_time: new Date(start).toISOString(),
+      // What the agent exchanged in the Responses API, as it sent and got it (trained on as chat turns above).
+      ...(recorder.exchanges.length > 0
+        ? { exchanges: { responses: toJson(recorder.exchanges) } as Trajectory["exchanges"] & object }
+        : {})
     }
     return { value, trajectory }
   })

@@ -97,6 +97,21 @@ describe("Responses-API agents recorded by a rollout over a chat-completions-onl
           expect(value.second.previous_response_id).toBe(value.first.id)
           expect(value.answer).toBe(choices(trajectory.messages_and_choices)[1]!.message.content ?? "")
           expect(trajectory.tools?.map((tool) => tool.function.name)).toEqual(["add"])
+          // Beside the chat turns it trains on, the exchanges as the agent had them: each request as it was sent
+          // (the second continuing the first by id) and the Response it got, the streamed one joined.
+          const exchanges = (trajectory.exchanges as { responses: Array<{ request: any; response: any }> }).responses
+          expect(exchanges.map((exchange) => exchange.response.id)).toEqual([value.first.id, value.second.id])
+          expect(exchanges[0]!.request).toMatchObject({
+            instructions: SYSTEM,
+            input: QUESTION,
+            tool_choice: "required"
+          })
+          expect(exchanges[1]!.request).toMatchObject({ previous_response_id: value.first.id, tool_choice: "none" })
+          // (The SDK adds its own fields to what it got, `parsed_arguments`.)
+          expect(value.first.output).toMatchObject(exchanges[0]!.response.output)
+          expect(exchanges[1]!.response.output_text ?? exchanges[1]!.response.output.at(-1).content[0].text).toBe(
+            value.answer
+          )
         }
         expect(refusedPaths).toEqual([])
       })

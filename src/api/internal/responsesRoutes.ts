@@ -10,6 +10,7 @@
  *   answered as a `Response`, or with `stream: true` as the Responses events of the chunks as they are sampled.
  *   A streamed response answers once its first chunk has come, so that a completion refused before it samples
  *   keeps its status; a failure after is an `error` event. Stored (unless `store: false`) once it is complete.
+ * - Every complete response is told to the backend with its request (`exchanged`), stored or not.
  * - `GET`/`DELETE /responses/{id}`, `GET /responses/{id}/input_items`: a stored response, its deletion, a page of
  *   its input items; 404 for an id that is not a stored response's.
  *
@@ -104,6 +105,11 @@ export interface Backend<E> extends Stored {
    * for a failure that is not the caller's (logged; a server error).
    */
   readonly failure: (cause: Cause.Cause<E>) => OpenAiError | undefined
+  /**
+   * Told of every response once it is complete, stored or not, with the request it answers (as the caller sent
+   * it): a rollout records the exchange in its trajectory's `exchanges`.
+   */
+  readonly exchanged?: ((request: ResponseCreateRequest, response: Response) => Effect.Effect<void>) | undefined
 }
 
 const decodeRequest = Schema.decodeUnknownEither(ResponseCreateRequest)
@@ -205,13 +211,16 @@ export const createResponse = <E>(
     const store = request.store !== false
     const metaOf = (model: string): ResponseMeta => ({ id: newResponseId(), createdAt, model, store })
     const save = (response: Response, meta: ResponseMeta) =>
-      meta.store
-        ? backend.store.put({
-            response,
-            inputItems: storedInputItemsOf(request, meta.id, resolve),
-            previousResponseId: request.previous_response_id ?? null
-          })
-        : Effect.void
+      Effect.zipRight(
+        backend.exchanged?.(request, response) ?? Effect.void,
+        meta.store
+          ? backend.store.put({
+              response,
+              inputItems: storedInputItemsOf(request, meta.id, resolve),
+              previousResponseId: request.previous_response_id ?? null
+            })
+          : Effect.void
+      )
     /** A failure as the caller's error (reworded), or `undefined`: the server's own failure. */
     const failureOf = (cause: Cause.Cause<E>) => {
       const error = backend.failure(cause)

@@ -118,6 +118,11 @@ export class Recorder {
   readonly logs: Array<string> = []
   /** The Responses-API responses the agent made with `store` on, by id, for `previous_response_id`. */
   readonly responses = new Map<string, StoredResponse>()
+  /**
+   * The Responses-API exchanges of the rollout, in order, each the request as the agent sent it and the response
+   * it got: the trajectory's `exchanges.responses` (kept beside the chat turns it trains on).
+   */
+  readonly exchanges: Array<{ readonly request: unknown; readonly response: unknown }> = []
   completions = 0
   promptTokens = 0
   completionTokens = 0

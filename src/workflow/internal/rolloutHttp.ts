@@ -51,6 +51,7 @@ import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatC
 import { listModels } from "../../api/InferenceApi.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
 import * as ResponsesRoutes from "../../api/internal/responsesRoutes.js"
+import { ResponseCreateRequest } from "../../api/Responses.js"
 import { ResponsesGroup } from "../../api/ResponsesApi.js"
 import { firstField, type StoredResponse } from "../../api/ResponsesChat.js"
 import { createChatCompletion } from "../../api/TrainingApi.js"
@@ -301,7 +302,15 @@ const backendOf = (surface: Surface, runtime: Runtime.Runtime<Rollout.Current>):
     )
   },
   failure: failureOf,
-  error: errorOf
+  error: errorOf,
+  exchanged: (request, response) =>
+    Effect.sync(() => {
+      // Into the recorder of the runtime answering: a fixed policy's is never read, so its exchanges stay out.
+      Context.get(runtime.context, Rollout.Current).recorder.exchanges.push({
+        request: Schema.encodeSync(ResponseCreateRequest)(request),
+        response
+      })
+    })
 })
 
 const bodyOf = (surface: Surface, request: HttpServerRequest.HttpServerRequest) =>
