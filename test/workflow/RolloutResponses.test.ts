@@ -99,7 +99,11 @@ describe("Responses-API agents recorded by a rollout over a chat-completions-onl
           expect(trajectory.tools?.map((tool) => tool.function.name)).toEqual(["add"])
           // Beside the chat turns it trains on, the exchanges as the agent had them: each request as it was sent
           // (the second continuing the first by id) and the Response it got, the streamed one joined.
-          const exchanges = (trajectory.exchanges as { responses: Array<{ request: any; response: any }> }).responses
+          const exchanges = (
+            trajectory.exchanges as {
+              responses: Array<{ request: Record<string, unknown>; response: OpenAI.Responses.Response }>
+            }
+          ).responses
           expect(exchanges.map((exchange) => exchange.response.id)).toEqual([value.first.id, value.second.id])
           expect(exchanges[0]!.request).toMatchObject({
             instructions: SYSTEM,
@@ -109,9 +113,8 @@ describe("Responses-API agents recorded by a rollout over a chat-completions-onl
           expect(exchanges[1]!.request).toMatchObject({ previous_response_id: value.first.id, tool_choice: "none" })
           // (The SDK adds its own fields to what it got, `parsed_arguments`.)
           expect(value.first.output).toMatchObject(exchanges[0]!.response.output)
-          expect(exchanges[1]!.response.output_text ?? exchanges[1]!.response.output.at(-1).content[0].text).toBe(
-            value.answer
-          )
+          const answer = exchanges[1]!.response.output.find((item) => item.type === "message")
+          expect(answer?.type === "message" ? answer.content[0] : undefined).toMatchObject({ text: value.answer })
         }
         expect(refusedPaths).toEqual([])
       })
