@@ -100,7 +100,7 @@ describe("Responses-API agents recorded by a rollout over a chat-completions-onl
           // Beside the chat turns it trains on, the exchanges as the agent had them: each request as it was sent
           // (the second continuing the first by id) and the Response it got, the streamed one joined.
           const exchanges = (
-            trajectory.exchanges as {
+            trajectory.exchanges as unknown as {
               responses: Array<{ request: Record<string, unknown>; response: OpenAI.Responses.Response }>
             }
           ).responses
