@@ -54,6 +54,11 @@ export interface Policy {
    * it started on even when training moves the policy on meanwhile). Absent: the policy is used as it is.
    */
   readonly snapshot?: Effect.Effect<Policy> | undefined
+  /**
+   * The model's context, in tokens, when known: a rollout's HTTP surface takes request bodies up to what such a
+   * context can hold (see `RolloutFetch.bodyLimit`). Absent: the largest the hosted service serves is assumed.
+   */
+  readonly contextTokens?: number | undefined
 }
 
 /** A trainable policy: a {@link Policy} whose version the trainer moves on. */
@@ -86,10 +91,13 @@ export const make = (options: {
   readonly complete: (request: ChatCompletionRequest) => Effect.Effect<ChatCompletion, ApiError>
   readonly stream?: ((request: ChatCompletionRequest) => Stream.Stream<ChatCompletionChunk, ApiError>) | undefined
   readonly version?: Effect.Effect<number | null> | undefined
+  /** The model's context in tokens, when known (see {@link Policy.contextTokens}). */
+  readonly contextTokens?: number | undefined
 }): Policy => {
   const stream = options.stream
   return {
     name: options.name,
+    ...(options.contextTokens === undefined ? {} : { contextTokens: options.contextTokens }),
     model: Option.none(),
     version: options.version ?? Effect.succeed(null),
     complete: (request) => options.complete({ ...request, model: options.name }),
@@ -100,11 +108,16 @@ export const make = (options: {
 /** A base model by name, answered by the inference service's chat completions. */
 export const base = (
   name: string,
-  options?: { readonly project?: string | undefined }
+  options?: {
+    readonly project?: string | undefined
+    /** The model's context in tokens, when known (see {@link Policy.contextTokens}). */
+    readonly contextTokens?: number | undefined
+  }
 ): Effect.Effect<Policy, never, InferenceClient> =>
   Effect.map(InferenceClient, (client) =>
     make({
       name,
+      contextTokens: options?.contextTokens,
       complete: (request) => client.createChatCompletion(request, { project: options?.project }),
       stream: (request) => client.streamChatCompletion(request, { project: options?.project })
     })
@@ -125,6 +138,8 @@ export interface TrainableOptions {
    * `OpenAI-Project` (default: the inference client's own).
    */
   readonly project?: string | undefined
+  /** The model's context in tokens, when known (see {@link Policy.contextTokens}). */
+  readonly contextTokens?: number | undefined
 }
 
 /**
@@ -166,7 +181,9 @@ export const fromModel = (
     const pinned = options.step !== undefined
     const step = Effect.map(Ref.get(current), (s) => s ?? 0)
     /** The policy held at `at` (`undefined`: the latest checkpoint, before the first one is known). */
+    const context = options.contextTokens === undefined ? {} : { contextTokens: options.contextTokens }
     const heldAt = (at: number | undefined): Policy => ({
+      ...context,
       name: artifactName(model),
       model: Option.some(model),
       version: Effect.succeed(at ?? 0),
@@ -174,6 +191,7 @@ export const fromModel = (
       stream: (request) => sampleStream({ ...request, model: artifactName(model, at) })
     })
     return {
+      ...context,
       name: artifactName(model),
       model: Option.some(model) as Option.Some<Model>,
       record: model,

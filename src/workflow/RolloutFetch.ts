@@ -20,11 +20,33 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { fetchOf, type Handler, handler as makeHandler, type Options } from "./internal/rolloutHttp.js"
+import {
+  BODY_MARGIN,
+  BYTES_PER_TOKEN,
+  bodyLimit,
+  DEFAULT_MAX_BODY_SIZE,
+  fetchOf,
+  type Handler,
+  handler as makeHandler,
+  type Options
+} from "./internal/rolloutHttp.js"
 import type * as Rollout from "./Rollout.js"
 
 /** The handler's type and the options of {@link fetch} and {@link handler} (request fields for every completion). */
 export type { Handler, Options }
+export {
+  /** What a request body may hold beyond its context's tokens (tool schemas, settings, room). */
+  BODY_MARGIN,
+  /** The most bytes a token of a request takes, in the worst case (its text JSON-escaped, its share of keys). */
+  BYTES_PER_TOKEN,
+  /**
+   * The largest body a rollout of a policy takes by default: its context's tokens at {@link BYTES_PER_TOKEN}
+   * bytes, with {@link BODY_MARGIN}; {@link DEFAULT_MAX_BODY_SIZE} when the policy does not say its context.
+   */
+  bodyLimit,
+  /** The largest body a rollout takes when its policy does not say its context (4 MiB). */
+  DEFAULT_MAX_BODY_SIZE
+}
 
 /** The base URL to give SDKs that want one beside the `fetch` (it is never resolved). */
 export const BASE_URL = "http://rollout.effect-rl.invalid/v1"

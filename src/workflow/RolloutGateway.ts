@@ -93,8 +93,10 @@ export interface Options {
    */
   readonly advertisedHost?: string | undefined
   /**
-   * The largest request body accepted, in bytes (default 4 MiB, room for any request a 131,072-token context can
-   * take); beyond, a 413, before the body is read when it declares its length, else as soon as it passes the limit.
+   * The largest request body accepted, in bytes; beyond, a 413, before the body is read when it declares its
+   * length, else as soon as it passes the limit. Default: per rollout, what its policy's context can hold at the
+   * worst tokenisation, with a margin (`RolloutFetch.bodyLimit`: 128 KiB for a 2,048-token context; 4 MiB when the
+   * policy does not say its context, room for any request a 131,072-token context can take).
    */
   readonly maxBodySize?: number | undefined
 }

@@ -154,6 +154,30 @@ describe("a rollout's endpoint and hostile bodies", () => {
     )
   )
 
+  it.effect("the limit follows from the policy's context: 2,048 tokens take 128 KiB; unknown, 4 MiB", () =>
+    Effect.gen(function* () {
+      const small = { ...policy, contextTokens: 2048 }
+      const limit = 2048 * RolloutFetch.BYTES_PER_TOKEN + RolloutFetch.BODY_MARGIN
+      expect(RolloutFetch.bodyLimit(small)).toBe(limit)
+      expect(RolloutFetch.bodyLimit(policy)).toBe(RolloutFetch.DEFAULT_MAX_BODY_SIZE)
+      const statusOf = (rolloutPolicy: typeof policy, body: string, options?: RolloutFetch.Options) =>
+        Rollout.run(
+          rolloutPolicy,
+          Effect.flatMap(RolloutFetch.fetch(options), (fetch) =>
+            Effect.promise(() =>
+              fetch(`${RolloutFetch.BASE_URL}/chat/completions`, { method: "POST", body }).then((r) => r.status)
+            )
+          )
+        ).pipe(Effect.map((finished) => finished.value))
+      // Just over what a 2,048-token context can hold: refused under that policy, answered under one that does not
+      // say its context, and under the small one when the surface is given a larger limit.
+      expect(yield* statusOf(small, oversized(limit + 1))).toBe(413)
+      expect(yield* statusOf(small, oversized(limit - 1024))).toBe(200)
+      expect(yield* statusOf(policy, oversized(limit + 1))).toBe(200)
+      expect(yield* statusOf(small, oversized(limit + 1), { maxBodySize: 2 * limit })).toBe(200)
+    })
+  )
+
   it.layer(RolloutGateway.layer())((it) => {
     it.effect("the gateway: a 40 MB body is a 413, declared or streamed; the rollout and another go on", () =>
       Effect.gen(function* () {

@@ -20,7 +20,7 @@ import * as Scope from "effect/Scope"
 import type { Policy } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
 import { Recorder } from "./recorder.js"
-import { app, DEFAULT_MAX_BODY_SIZE, errorResponse, type Options, serve, surfaceOf } from "./rolloutHttp.js"
+import { app, errorResponse, type Options, serve, surfaceOf } from "./rolloutHttp.js"
 import { presentedKey, RolloutKeys } from "./rolloutKeys.js"
 
 /** Options of the listener. */
@@ -90,7 +90,6 @@ const advertised = (options: ListenOptions, host: string): string => {
 export const make = (options: ListenOptions) =>
   Effect.gen(function* () {
     const host = options.host ?? "127.0.0.1"
-    const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
     const keys = new RolloutKeys(options.maxEnded ?? 100_000)
     const entries = new Map<string, { readonly answer: ReturnType<typeof serve>; readonly end: () => void }>()
     let node: http.Server | undefined
@@ -145,6 +144,8 @@ export const make = (options: ListenOptions) =>
             })
             fixed.set(name, own)
           }
+          // The gateway's limit, when it has one, else what the rollout's policy's context can hold.
+          const maxBodySize = surfaceOptions.maxBodySize ?? options.maxBodySize
           const surface = yield* surfaceOf({ ...surfaceOptions, maxBodySize }, fixed)
           const done = Deferred.unsafeMake<void>(FiberId.none)
           const id = randomBytes(12).toString("base64url")

@@ -68,11 +68,27 @@ import { InvalidTurn } from "./recorder.js"
  */
 export const DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 
+/** The most bytes a token of a request takes, in the worst case: its text JSON-escaped, and its share of keys. */
+export const BYTES_PER_TOKEN = 32
+
+/** What a request body may hold beyond its context's tokens: tool schemas, settings, room (64 KiB). */
+export const BODY_MARGIN = 64 * 1024
+
+/**
+ * The largest body a rollout of a policy takes: what its context can hold at the worst tokenisation
+ * ({@link BYTES_PER_TOKEN} bytes a token) with a margin; {@link DEFAULT_MAX_BODY_SIZE} when its context is not known.
+ */
+export const bodyLimit = (policy: { readonly contextTokens?: number | undefined }): number =>
+  policy.contextTokens === undefined ? DEFAULT_MAX_BODY_SIZE : policy.contextTokens * BYTES_PER_TOKEN + BODY_MARGIN
+
 /** Options of a rollout's HTTP surface. */
 export interface Options {
   /** Request fields used for every completion, under what the agent's request sets (e.g. a `seed`). */
   readonly request?: Partial<Omit<PolicyRequest, "messages">> | undefined
-  /** The largest request body taken, in bytes (default {@link DEFAULT_MAX_BODY_SIZE}); beyond, a 413. */
+  /**
+   * The largest request body taken, in bytes; beyond, a 413. Default: what the policy's context can hold
+   * ({@link bodyLimit}).
+   */
   readonly maxBodySize?: number | undefined
 }
 
@@ -507,7 +523,7 @@ export const surfaceOf = (
     runtime,
     policyName: policy.name,
     fixed,
-    options
+    options: { ...options, maxBodySize: options.maxBodySize ?? bodyLimit(policy) }
   }))
 
 /**
