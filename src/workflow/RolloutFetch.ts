@@ -20,16 +20,8 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import {
-  BODY_MARGIN,
-  BYTES_PER_TOKEN,
-  bodyLimit,
-  DEFAULT_MAX_BODY_SIZE,
-  fetchOf,
-  type Handler,
-  handler as makeHandler,
-  type Options
-} from "./internal/rolloutHttp.js"
+import { BODY_MARGIN, BYTES_PER_TOKEN, bodyLimit, DEFAULT_MAX_BODY_SIZE } from "./internal/bodyLimit.js"
+import type { Handler, Options } from "./internal/rolloutHttp.js"
 import type * as Rollout from "./Rollout.js"
 
 /** The handler's type and the options of {@link fetch} and {@link handler} (request fields for every completion). */
@@ -48,12 +40,16 @@ export {
   DEFAULT_MAX_BODY_SIZE
 }
 
+/** The surface's module, loaded at first use: importing this module loads none of the HTTP platform. */
+const surface = Effect.promise(() => import("./internal/rolloutHttp.js"))
+
 /** The base URL to give SDKs that want one beside the `fetch` (it is never resolved). */
 export const BASE_URL = "http://rollout.effect-rl.invalid/v1"
 
 /** The running rollout's `fetch` (see the module). */
 export const fetch = (options: Options = {}): Effect.Effect<typeof globalThis.fetch, never, Rollout.Current> =>
-  Effect.map(makeHandler(options), fetchOf)
+  Effect.flatMap(surface, (http) => Effect.map(http.handler(options), http.fetchOf))
 
 /** The running rollout's HTTP surface as a `Request -> Promise<Response>` handler (what the gateway serves). */
-export const handler = (options: Options = {}): Effect.Effect<Handler, never, Rollout.Current> => makeHandler(options)
+export const handler = (options: Options = {}): Effect.Effect<Handler, never, Rollout.Current> =>
+  Effect.flatMap(surface, (http) => http.handler(options))

@@ -38,7 +38,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import * as internal from "./internal/gateway.js"
+import type * as internal from "./internal/gateway.js"
 import type { Options as SurfaceOptions } from "./internal/rolloutHttp.js"
 import type { Policy } from "./Policy.js"
 import type * as Rollout from "./Rollout.js"
@@ -119,7 +119,11 @@ export class RolloutGatewayError extends Data.TaggedError("RolloutGatewayError")
 export const make = (options: Options = {}): Effect.Effect<Service, RolloutGatewayError, Scope.Scope> =>
   Effect.map(
     Effect.mapError(
-      internal.make(options),
+      // Loaded at first use: importing this module loads none of the HTTP platform.
+      Effect.flatMap(
+        Effect.promise(() => import("./internal/gateway.js")),
+        (gateway): ReturnType<typeof internal.make> => gateway.make(options)
+      ),
       (error) =>
         new RolloutGatewayError({
           reason: "Listen",

@@ -28,7 +28,6 @@
  */
 import * as Effect from "effect/Effect"
 import OpenAI from "openai"
-import { fetchOf, handler } from "./internal/rolloutHttp.js"
 import type { Request } from "./Policy.js"
 import type * as Rollout from "./Rollout.js"
 
@@ -48,14 +47,19 @@ export const BASE_URL = "http://rollout.effect-rl.invalid/v1"
  * the rollout's policy (see the module's description). Made per rollout; use it only while the rollout runs.
  */
 export const client = (options: Options = {}): Effect.Effect<OpenAI, never, Rollout.Current> =>
-  Effect.map(
-    handler(options.request === undefined ? {} : { request: options.request }),
-    (handle) =>
-      new OpenAI({
-        maxRetries: 0,
-        ...options.clientOptions,
-        apiKey: "rollout",
-        baseURL: BASE_URL,
-        fetch: fetchOf(handle) as unknown as NonNullable<ConstructorParameters<typeof OpenAI>[0]>["fetch"]
-      })
+  Effect.flatMap(
+    // Loaded at first use: importing this module loads none of the HTTP platform.
+    Effect.promise(() => import("./internal/rolloutHttp.js")),
+    ({ fetchOf, handler }) =>
+      Effect.map(
+        handler(options.request === undefined ? {} : { request: options.request }),
+        (handle) =>
+          new OpenAI({
+            maxRetries: 0,
+            ...options.clientOptions,
+            apiKey: "rollout",
+            baseURL: BASE_URL,
+            fetch: fetchOf(handle) as unknown as NonNullable<ConstructorParameters<typeof OpenAI>[0]>["fetch"]
+          })
+      )
   )
