@@ -162,7 +162,7 @@ describe("effect-rl train-agent on a dataset", () => {
     try {
       const [model] = db.prepare("SELECT id FROM models WHERE name = 'restart'").all()
       const jobs = db
-        .prepare("SELECT step FROM training_jobs WHERE model_id = ? AND status = 'succeeded' ORDER BY seq")
+        .prepare("SELECT step FROM training_jobs WHERE model_id = ? AND status = 'COMPLETED' ORDER BY seq")
         .all(model!.id)
       // Each step trained once: one succeeded job per checkpoint 1..6, in order.
       expect(jobs.map((job) => job.step)).toEqual([1, 2, 3, 4, 5, 6])
