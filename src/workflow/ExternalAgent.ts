@@ -17,7 +17,12 @@
  * `Reward` over the recorded trajectory. A time limit ({@link RolloutOptions.timeout}), an agent's failure (a
  * command's exit code and the tail of its stderr, a service's status, a function's rejection), an agent that
  * never used its endpoint: each is an {@link ExternalAgentError}, the rollout's failure. An interrupted
- * rollout kills its command's whole process group (SIGTERM, then SIGKILL) and waits for it to be gone.
+ * rollout kills its command's whole process group (SIGTERM, then SIGKILL) and waits for it to be gone; a
+ * process killed outright takes its agents' groups with it (a guard process kills them).
+ *
+ * {@link rolloutAgent} makes one a `RolloutAgent` by name, so that a cluster's runners run it (`RolloutCluster`,
+ * `effect-rl runner`, `effect-rl train-agent --cluster`): each runner has its own rollout gateway and spawns the
+ * agent processes of the rollouts it runs.
  *
  * ```ts
  * const agent = ExternalAgent.command<Scenario>("python3 agent.py", { timeout: "2 minutes" })
@@ -34,6 +39,7 @@ import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -41,6 +47,7 @@ import * as internal from "./internal/externalAgent.js"
 import { redact } from "./internal/secretTail.js"
 import type { Reward } from "./Reward.js"
 import * as Rollout from "./Rollout.js"
+import * as RolloutAgent from "./RolloutAgent.js"
 import * as RolloutGateway from "./RolloutGateway.js"
 
 /** What an agent reports at its end: its reward, and metrics to record (other fields are ignored). */
@@ -371,3 +378,77 @@ export const reportedReward: Reward<unknown, Outcome, ExternalAgentError> = ({ v
         })
       )
     : Effect.succeed(value.report.reward)
+
+/**
+ * How an {@link Outcome} crosses the wire between a cluster's runner and its loop: the report, or none (encoded
+ * without the key).
+ */
+export const OutcomeSchema: Schema.Schema<Outcome, { readonly report?: Report | undefined }> = Schema.Struct({
+  report: Schema.optionalWith(Schema.UndefinedOr(Report), { default: () => undefined })
+})
+
+/** Options of {@link rolloutAgent}. */
+export interface RolloutAgentOptions<S, SI, ER> extends RolloutOptions {
+  /** The name a runner knows it by (the same on the loop and every runner; no spaces). */
+  readonly name: string
+  /** The agent (a command, a service or a function). */
+  readonly agent: Agent<S>
+  /** The reward of a finished rollout (default {@link reportedReward}: the agent's report). */
+  readonly reward?: Reward<S, Outcome, ER, Exclude<RolloutAgent.Requirements, Rollout.Current>> | undefined
+  /** How a scenario crosses the wire (default: as a JSON value). */
+  readonly scenario?: Schema.Schema<S, SI> | undefined
+  /** The rollout gateway each runner (or the loop, in its own process) starts: loopback on a free port by default. */
+  readonly gateway?: RolloutGateway.Options | undefined
+}
+
+/** An external agent as a `RolloutAgent` ({@link rolloutAgent}), its parts typed as they are. */
+export interface ExternalRolloutAgent<S, ER> extends RolloutAgent.Agent<S, Outcome, RolloutGateway.RolloutGateway> {
+  /** One rollout: {@link rollout} of the agent. */
+  readonly rollout: (
+    scenario: S,
+    index: number
+  ) => Effect.Effect<Outcome, ExternalAgentError, RolloutGateway.RolloutGateway | Rollout.Current>
+  /** The reward of one finished rollout. */
+  readonly reward: Reward<S, Outcome, ER, Exclude<RolloutAgent.Requirements, Rollout.Current>>
+  /** The rollout gateway its rollouts reach the agent through, one per process that runs them. */
+  readonly layer: Layer.Layer<RolloutGateway.RolloutGateway, RolloutGateway.RolloutGatewayError>
+}
+
+/**
+ * An external agent as a `RolloutAgent`: its `rollout` is {@link rollout} of `agent` (a rollout gateway in its
+ * requirements), its `layer` the gateway (`RolloutGateway.layer(options.gateway)`), its value an
+ * {@link Outcome}. On a cluster each runner builds the gateway once and spawns the agent processes of the
+ * rollouts it runs, so the agents' CPU is the runners'; the loop passes `agent.rollout` and `agent.reward` to
+ * `TrainingLoop.run` as for any agent, and provides `agent.layer` (a gateway it uses only when it runs rollouts
+ * itself, without a cluster).
+ *
+ * ```ts
+ * // agents.ts, imported by the loop and by `effect-rl runner --agents agents.ts`
+ * export const coder = ExternalAgent.rolloutAgent({
+ *   name: "coder",
+ *   agent: ExternalAgent.command("python3 coder.py"),
+ *   timeout: "10 minutes"
+ * })
+ * export const agents = [coder]
+ * ```
+ */
+export const rolloutAgent = <S, SI = S, ER = ExternalAgentError>(
+  options: RolloutAgentOptions<S, SI, ER>
+): ExternalRolloutAgent<S, ER> => {
+  const { name, agent, reward, scenario, gateway, ...rolloutOptions } = options
+  const run = rollout(agent, rolloutOptions)
+  const parts = {
+    rollout: (value: S, _index: number) => run(value),
+    reward: reward ?? (reportedReward as Reward<S, Outcome, ER>),
+    layer: RolloutGateway.layer(gateway)
+  }
+  return {
+    ...RolloutAgent.make({
+      name,
+      ...parts,
+      scenario: scenario ?? (Schema.Unknown as unknown as Schema.Schema<S, SI>),
+      value: OutcomeSchema
+    }),
+    ...parts
+  }
+}

@@ -19,13 +19,17 @@
  *
  * Scenarios and values must survive their schema's encoding (by default `Schema.Unknown`: JSON values, no
  * class instances, no `undefined` in arrays). The rollout may use the backend's clients (a judge through the
- * inference service): a runner provides them.
+ * inference service): a runner provides them. What else it needs comes from the agent's `layer`, which each
+ * runner builds once, when it starts, for all of the agent's rollouts it runs (an external agent's rollout
+ * gateway: `ExternalAgent.rolloutAgent`); a loop that runs the agent in its own process provides it as it would
+ * any service (`Effect.provide(agent.layer)`).
  *
  * This module is light (it loads nothing of `@effect/cluster`); see `RolloutCluster` for the runners.
  *
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { InferenceClient } from "../client/InferenceClient.js"
 import type { TraceClient } from "../client/TraceClient.js"
@@ -36,12 +40,14 @@ import type { Current } from "./Rollout.js"
 /** What an agent's code may require: the running rollout and the backend's clients (a runner provides them). */
 export type Requirements = Current | TrainingClient | InferenceClient | TraceClient
 
-/** An agent by name (see the module). */
-export interface Agent<S, A> {
+/** An agent by name (see the module); `R`: what its rollouts need beyond {@link Requirements}, from its `layer`. */
+export interface Agent<S, A, R = never> {
   /** The name a runner knows it by (unique among a runner's agents). */
   readonly name: string
   /** The agent code of one rollout of a scenario. */
-  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, unknown, Requirements>
+  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, unknown, Requirements | R>
+  /** What the rollouts need beyond {@link Requirements}: built once by each runner that registers the agent. */
+  readonly layer?: Layer.Layer<R, unknown, Exclude<Requirements, Current>> | undefined
   /** The reward of one finished rollout. */
   readonly reward: Reward<S, A, unknown, Exclude<Requirements, Current>>
   /** How a scenario crosses the wire. */
@@ -52,14 +58,19 @@ export interface Agent<S, A> {
 
 /** Any agent (for lists of agents). */
 /* biome-ignore lint/suspicious/noExplicitAny: a list of agents of different scenario and value types */
-export type Any = Agent<any, any>
+export type Any = Agent<any, any, any>
 
 /** Options of {@link make}. */
-export interface Options<S, A, SI, AI, E, ER> {
+export interface Options<S, A, SI, AI, E, ER, R = never> {
   /** The name a runner knows it by. */
   readonly name: string
   /** The agent code of one rollout of a scenario (`index`: the rollout's index in its group). */
-  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, E, Requirements>
+  readonly rollout: (scenario: S, index: number) => Effect.Effect<A, E, Requirements | R>
+  /**
+   * What the rollouts need beyond {@link Requirements} (e.g. `RolloutGateway.layer()`): each runner builds it once
+   * when it starts (a failure to build it is the runner's); default none.
+   */
+  readonly layer?: Layer.Layer<R, unknown, Exclude<Requirements, Current>> | undefined
   /** The reward of one finished rollout. */
   readonly reward: Reward<S, A, ER, Exclude<Requirements, Current>>
   /** How a scenario crosses the wire (default: as a JSON value). */
@@ -69,15 +80,16 @@ export interface Options<S, A, SI, AI, E, ER> {
 }
 
 /** An agent (see the module). */
-export const make = <S, A, SI = S, AI = A, E = never, ER = never>(
-  options: Options<S, A, SI, AI, E, ER>
-): Agent<S, A> => {
+export const make = <S, A, SI = S, AI = A, E = never, ER = never, R = never>(
+  options: Options<S, A, SI, AI, E, ER, R>
+): Agent<S, A, R> => {
   if (options.name === "" || /\s/.test(options.name)) {
     throw new RangeError(`an agent's name must be non-empty, without spaces, got '${options.name}'`)
   }
   return {
     name: options.name,
     rollout: options.rollout,
+    ...(options.layer === undefined ? {} : { layer: options.layer }),
     reward: options.reward,
     scenario: (options.scenario ?? Schema.Unknown) as Schema.Schema<S, unknown>,
     value: (options.value ?? Schema.Unknown) as Schema.Schema<A, unknown>

@@ -9,7 +9,9 @@
  *   The loop code does not change; only this layer is added.
  * - Each **runner** runs {@link runner} (or `effect-rl runner --cluster <url> --agents <module>`): it registers
  *   the agents, calls the backend with its own clients, runs each rollout and its reward, and replies with the
- *   scored trajectory. At most `capacity` rollouts run at once on a runner.
+ *   scored trajectory. At most `capacity` rollouts run at once on a runner. An agent's `layer` is built once
+ *   per runner: an external agent (`ExternalAgent.rolloutAgent`) gets a rollout gateway on each runner, and its
+ *   agent processes are spawned there (and die with the runner, however it dies).
  * - The **storage** is SQL, named by a URL: `postgres://...` (`@effect/sql-pg`) for real clusters, reachable
  *   from every machine; `sqlite:<file>` for development on one machine (every process on that machine uses
  *   the same file).
@@ -230,7 +232,7 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
   const capacity = options.capacity ?? DEFAULT_CAPACITY
   if (!(Number.isInteger(capacity) && capacity > 0))
     throw new RangeError(`capacity must be a positive integer, got ${capacity}`)
-  return Layer.unwrapEffect(
+  return Layer.unwrapScoped(
     Effect.gen(function* () {
       const [Socket, RunnerAddress] = yield* Effect.promise(() =>
         Promise.all([import("@effect/platform-node/NodeClusterSocket"), import("@effect/cluster/RunnerAddress")])
@@ -238,7 +240,17 @@ export const runner = (options: RunnerOptions): Layer.Layer<never, RolloutCluste
       const permits = yield* Effect.makeSemaphore(capacity)
       const host = options.host ?? "localhost"
       const port = options.port ?? DEFAULT_PORT
-      const handle = internal.runOne(agents, permits.withPermits(1))
+      // What the agents' rollouts need beyond the clients (an external agent's gateway), built once for the runner.
+      const built = yield* internal.buildLayers(
+        agents,
+        (agent, cause) =>
+          new RolloutClusterError({
+            reason: "Agent",
+            description: `the agent '${agent}' could not be set up on this runner: ${cause instanceof Error ? cause.message : String(cause)}`,
+            cause
+          })
+      )
+      const handle = internal.runOne(agents, permits.withPermits(1), built)
       const entities = internal.RolloutEntity.toLayer(
         internal.RolloutEntity.of({ Run: (request) => handle(request.payload) }),
         { maxIdleTime: Duration.seconds(30) }

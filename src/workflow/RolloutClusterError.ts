@@ -6,8 +6,11 @@
  */
 import * as Data from "effect/Data"
 
-/** Why the cluster could not be joined: its URL, its storage, or the runner's port. */
-export type RolloutClusterErrorReason = "InvalidUrl" | "Storage" | "Listen"
+/**
+ * Why the cluster could not be joined: its URL, its storage, the runner's port, or an agent's `layer` (what its
+ * rollouts need, such as an external agent's gateway) that the runner could not build.
+ */
+export type RolloutClusterErrorReason = "InvalidUrl" | "Storage" | "Listen" | "Agent"
 
 /** The cluster could not be joined (tag `RolloutClusterError`); the message says what to fix. */
 export class RolloutClusterError extends Data.TaggedError("RolloutClusterError")<{

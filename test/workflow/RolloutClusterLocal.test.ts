@@ -2,10 +2,12 @@
  * `RolloutCluster` in one process, on SQLite storage (the development set-up): a runner and a driver layer
  * side by side, the embedded backend behind both. What the multi-process test does not look at: a rollout
  * that fails on the runner is recorded in its group as the runner recorded it, a gather whose agent no
- * runner knows dies saying so, interrupting the driver interrupts the rollouts on the runner, and a released
- * gather's stored messages are deleted.
+ * runner knows dies saying so, interrupting the driver interrupts the rollouts on the runner, a released
+ * gather's stored messages are deleted, and an external agent (`ExternalAgent.rolloutAgent`) runs through the
+ * gateway its runner built once (a runner that cannot build it fails to start, saying which agent).
  */
 import { mkdtempSync, rmSync } from "node:fs"
+import { type AddressInfo, createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
@@ -18,6 +20,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Backend from "../../src/Backend.js"
+import * as ExternalAgent from "../../src/workflow/ExternalAgent.js"
 import * as Gather from "../../src/workflow/Gather.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
@@ -55,8 +58,29 @@ const agent = RolloutAgent.make({
   reward: () => Effect.succeed(1)
 })
 
+/** The base URLs an external agent was given, one per run. */
+const endpoints: Array<string> = []
+
+/** An external agent (a function) by name: one chat completion through its endpoint, its report the reward. */
+const external = ExternalAgent.rolloutAgent<{ readonly question: string }>({
+  name: "external-test",
+  agent: ExternalAgent.fromFunction(async (endpoint, scenario) => {
+    endpoints.push(endpoint.baseUrl)
+    const response = await fetch(`${endpoint.baseUrl}/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${endpoint.apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: scenario.question }], max_tokens: 2 })
+    })
+    if (!response.ok) throw new Error(`the gateway answered ${response.status}`)
+    return { reward: 0.25, metrics: { asked: scenario.question.length } }
+  })
+})
+
 /** The embedded backend, a runner and the driver's layer, on a fresh SQLite file. */
-const withCluster = <A, E>(body: (policy: Policy.Trainable, file: string) => Effect.Effect<A, E, Backend.Clients>) =>
+const withCluster = <A, E>(
+  body: (policy: Policy.Trainable, file: string) => Effect.Effect<A, E, Backend.Clients>,
+  agents: ReadonlyArray<RolloutAgent.Any> = [agent]
+) =>
   Effect.gen(function* () {
     const dir = mkdtempSync(join(tmpdir(), "effect-rl-cluster-local-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
@@ -65,8 +89,8 @@ const withCluster = <A, E>(body: (policy: Policy.Trainable, file: string) => Eff
     const port = yield* Effect.promise(freePort)
     const context = yield* Layer.build(
       Layer.merge(
-        RolloutCluster.runner({ cluster, agents: [agent], port, capacity: 4 }),
-        RolloutCluster.layer({ cluster, agents: [agent] })
+        RolloutCluster.runner({ cluster, agents, port, capacity: 4 }),
+        RolloutCluster.layer({ cluster, agents })
       ).pipe(Layer.provideMerge(Backend.local()))
     )
     const policy = yield* Effect.provide(
@@ -191,6 +215,75 @@ describe("RolloutCluster in one process, on SQLite", () => {
           expect(yield* stored("kept")).toBe(2)
         })
       ),
+    60_000
+  )
+
+  it.live(
+    "an external agent runs on the runner through the gateway the runner built once, its report the reward",
+    () =>
+      withCluster(
+        (policy) =>
+          Effect.gen(function* () {
+            endpoints.length = 0
+            const groups = yield* Gather.groups({
+              policy,
+              scenarios: [{ question: "1+1=" }, { question: "2+2=" }],
+              rolloutsPerGroup: 3,
+              rollout: external.rollout,
+              reward: external.reward
+              // The driver provides the agent's layer too (its gateway would serve rollouts run here, without a cluster).
+            }).pipe(Effect.provide(external.layer))
+            expect(groups.map((g) => g.rollouts.map((r) => r.trajectory.reward))).toEqual([
+              [0.25, 0.25, 0.25],
+              [0.25, 0.25, 0.25]
+            ])
+            // The value crossed the wire: the report, as the agent made it.
+            expect(groups[1]!.rollouts[0]!.value).toEqual({ report: { reward: 0.25, metrics: { asked: 4 } } })
+            expect(groups[1]!.rollouts[0]!.trajectory.metrics).toMatchObject({ asked: 4, completions: 1 })
+            // Six endpoints, each its own rollout's, all on one gateway (one origin): the runner built it once.
+            expect(new Set(endpoints).size).toBe(6)
+            expect(new Set(endpoints.map((url) => new URL(url).origin)).size).toBe(1)
+          }),
+        [agent, external]
+      ),
+    60_000
+  )
+
+  it.live(
+    "a runner that cannot build an agent's layer (its gateway's port taken) fails to start, naming the agent",
+    () =>
+      Effect.gen(function* () {
+        const taken = yield* Effect.acquireRelease(
+          Effect.promise(
+            () =>
+              new Promise<Server>((resolve) => {
+                const server = createServer()
+                server.listen(0, "127.0.0.1", () => resolve(server))
+              })
+          ),
+          (server) => Effect.promise(() => new Promise((resolve) => server.close(resolve)))
+        )
+        const port = (taken.address() as AddressInfo).port
+        const blocked = ExternalAgent.rolloutAgent({
+          name: "blocked",
+          agent: ExternalAgent.command("true"),
+          gateway: { port }
+        })
+        const dir = mkdtempSync(join(tmpdir(), "effect-rl-cluster-local-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+        const runnerPort = yield* Effect.promise(freePort)
+        const error = yield* Effect.flip(
+          Layer.build(
+            RolloutCluster.runner({
+              cluster: `sqlite:${join(dir, "cluster.db")}`,
+              agents: [blocked],
+              port: runnerPort
+            }).pipe(Layer.provide(Backend.local()))
+          )
+        )
+        expect(error).toMatchObject({ _tag: "RolloutClusterError", reason: "Agent" })
+        expect(error.message).toContain("the agent 'blocked' could not be set up on this runner")
+      }).pipe(Effect.scoped),
     60_000
   )
 })

@@ -24,11 +24,14 @@ import * as MessageStorage from "@effect/cluster/MessageStorage"
 import * as Sharding from "@effect/cluster/Sharding"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { Model } from "../../api/Model.js"
 import { RolloutException } from "../../api/Trajectory.js"
 import type { Binding, Executed, Executor, Job } from "../Gather.js"
@@ -102,6 +105,34 @@ const failed = (type: string, message: string): Outcome => ({
   exception: { type, message, traceback: "" }
 })
 
+/**
+ * What the agents' layers provide, by agent name, each distinct layer built once in the current scope (two
+ * agents given the same layer value share what it built); an agent without a layer is not in the map.
+ */
+export const buildLayers = <E>(
+  agents: ReadonlyMap<string, RolloutAgent.Any>,
+  onError: (agent: string, cause: unknown) => E
+): Effect.Effect<ReadonlyMap<string, Context.Context<never>>, E, Scope.Scope | RolloutAgentLayerInput> =>
+  Effect.gen(function* () {
+    const byLayer = new Map<unknown, Context.Context<never>>()
+    const byAgent = new Map<string, Context.Context<never>>()
+    for (const [name, agent] of agents) {
+      if (agent.layer === undefined) continue
+      let context = byLayer.get(agent.layer)
+      if (context === undefined) {
+        context = (yield* Layer.build(agent.layer as Layer.Layer<never, unknown, RolloutAgentLayerInput>).pipe(
+          Effect.mapError((cause) => onError(name, cause))
+        )) as Context.Context<never>
+        byLayer.set(agent.layer, context)
+      }
+      byAgent.set(name, context)
+    }
+    return byAgent
+  })
+
+/** What an agent's layer may require: the backend's clients (a runner has them). */
+type RolloutAgentLayerInput = Exclude<RolloutAgent.Requirements, Rollout.Current>
+
 /** The agents by name; refuses two of one name. */
 export const byName = (agents: ReadonlyArray<RolloutAgent.Any>): ReadonlyMap<string, RolloutAgent.Any> => {
   const map = new Map<string, RolloutAgent.Any>()
@@ -114,12 +145,14 @@ export const byName = (agents: ReadonlyArray<RolloutAgent.Any>): ReadonlyMap<str
 
 /**
  * The handler of `Run` on a runner: the rollout with a policy rebuilt from its reference, then its reward,
- * holding one of the runner's `capacity` permits. Everything but an interruption is a reply.
+ * holding one of the runner's `capacity` permits; an agent's rollout is given what its layer built (`built`, by
+ * agent name). Everything but an interruption is a reply.
  */
 export const runOne =
   (
     agents: ReadonlyMap<string, RolloutAgent.Any>,
-    withPermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    withPermit: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+    built: ReadonlyMap<string, Context.Context<never>> = new Map()
   ) =>
   (payload: typeof Run.payloadSchema.Type) =>
     Effect.gen(function* () {
@@ -134,7 +167,15 @@ export const runOne =
       const policy = yield* policyOf(payload.policy)
       const scenario = yield* Schema.decodeUnknown(agent.scenario)(payload.scenario)
       const metadata = payload.metadata as Rollout.RunOptions["metadata"]
-      const finished = yield* Rollout.run(policy, agent.rollout(scenario, payload.index), { metadata })
+      const services = built.get(agent.name) ?? Context.empty()
+      const finished = yield* Rollout.run(
+        policy,
+        Effect.provide(
+          agent.rollout(scenario, payload.index) as Effect.Effect<unknown, unknown, Rollout.Current>,
+          services
+        ),
+        { metadata }
+      )
       const score = yield* checkReward(
         normalize(yield* agent.reward({ scenario, trajectory: finished.trajectory, value: finished.value }))
       )
