@@ -16,10 +16,12 @@
  *   `--cluster`, its rollouts run on that cluster's runners
  * - `effect-rl train-agent "<command>" --scenarios <file.jsonl> [--steps <n>] [--group-size <n>] [--base-model <id>]
  *   [--project <p>] [--model <name>] [--data-dir <dir>] [--concurrency <n>] [--reward <module>] [--timeout <s>]
- *   [--max-failures <n>] [--groups-per-step <n>] [--epochs <n>]`:
- *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses
- * - `effect-rl runner --cluster <url> [--agents <module>] [--host <h>] [--port <n>] [--listen-host <h>]
- *   [--capacity <n>]`: a runner of a rollout cluster (`RolloutCluster`), registering the agents of a module
+ *   [--max-failures <n>] [--groups-per-step <n>] [--epochs <n>] [--cluster <url>]`:
+ *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses;
+ *   with `--cluster`, on that cluster's runners
+ * - `effect-rl runner --cluster <url> [--agents <module>] [--agent-command "<command>" [--reward <module>]
+ *   [--timeout <s>]] [--host <h>] [--port <n>] [--listen-host <h>] [--capacity <n>]`: a runner of a rollout
+ *   cluster (`RolloutCluster`), registering the agents of a module and/or the agent of `train-agent "<command>"`
  *   (default: the examples'), calling the backend the environment names (as `health` does)
  * - `effect-rl serve [--host <h>] [--port <n>] [--data-dir <dir>] [--api-key <key>] [--max-body-size <bytes>]
  *   [--allow-dir <dir>]... [--allow-http]`: the embedded local backend; the key also comes from
@@ -319,11 +321,27 @@ const runnerTable = table("runner", "a runner of a rollout cluster: runs the rol
     Options.optional,
     describe("the address to listen on (default: --host)")
   ),
-  capacity: positive("capacity", "n", "rollouts in flight on this runner (default 16)")
+  capacity: positive("capacity", "n", "rollouts in flight on this runner (default 16)"),
+  agentCommand: text("agent-command", "command").pipe(
+    Options.optional,
+    describe(
+      "register the agent of `effect-rl train-agent <command> --cluster <url>`: its command line (the same as the " +
+        "loop's), run here with this runner's own rollout gateway"
+    )
+  ),
+  reward: Options.file("reward", { exists: "yes" }).pipe(
+    Options.withPseudoName("module"),
+    Options.optional,
+    describe("with --agent-command: the loop's --reward module (the runner scores its rollouts)")
+  ),
+  timeout: positive("timeout", "seconds", "with --agent-command: the loop's --timeout")
 })
 
 const runner = Command.make("runner", runnerTable.config, (flags) =>
   Effect.gen(function* () {
+    if (Option.isNone(flags.agentCommand) && (Option.isSome(flags.reward) || Option.isSome(flags.timeout))) {
+      return yield* usage("--reward and --timeout go with --agent-command (the agent they belong to)")
+    }
     yield* remote(TrainingClient.URL_ENV)
     const implementation = yield* Effect.promise(() => import("./runner.js"))
     return yield* implementation.runner(
@@ -333,7 +351,10 @@ const runner = Command.make("runner", runnerTable.config, (flags) =>
         host: flags.host,
         port: flags.port,
         listenHost: Option.getOrUndefined(flags.listenHost),
-        capacity: Option.getOrUndefined(flags.capacity)
+        capacity: Option.getOrUndefined(flags.capacity),
+        agentCommand: Option.getOrUndefined(flags.agentCommand),
+        reward: Option.getOrUndefined(flags.reward),
+        timeout: Option.getOrUndefined(flags.timeout)
       },
       loadExamples
     )
@@ -387,6 +408,13 @@ const trainAgentTable = table(
     maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
       Options.optional,
       describe("failed runs of the agent tolerated per step (default 0: the first failure stops the run)")
+    ),
+    cluster: text("cluster", "url").pipe(
+      Options.optional,
+      describe(
+        "run the agent on this cluster's runners (postgres://... or sqlite:<file>), each started with " +
+          "`effect-rl runner --cluster <url> --agent-command <the same command>` (and the same --reward, --timeout)"
+      )
     )
   }
 )
@@ -409,7 +437,8 @@ const trainAgent = Command.make("train-agent", trainAgentTable.config, (flags) =
         timeout: Option.getOrUndefined(flags.timeout),
         maxFailures: Option.getOrUndefined(flags.maxFailures),
         groupsPerStep: Option.getOrUndefined(flags.groupsPerStep),
-        epochs: Option.getOrUndefined(flags.epochs)
+        epochs: Option.getOrUndefined(flags.epochs),
+        cluster: Option.getOrUndefined(flags.cluster)
       })
   )
 ).pipe(Command.withDescription(trainAgentTable.help.description))

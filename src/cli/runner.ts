@@ -1,7 +1,9 @@
 /**
  * `effect-rl runner`: a runner of a rollout cluster (see `RolloutCluster`) until SIGINT or SIGTERM. It
- * registers the agents of a module (`--agents <file>`: its `agents` export, else every agent it exports), or
- * by default the package's examples' agents, and calls the backend the environment names (`WANDB_API_KEY`,
+ * registers the agents of a module (`--agents <file>`: its `agents` export, else every agent it exports), the
+ * agent of `effect-rl train-agent "<command>"` (`--agent-command "<command>"`, with that command's `--reward`
+ * and `--timeout`: see `agentCommand.ts`; its processes are spawned here, with this runner's own rollout
+ * gateway), or by default the package's examples' agents, and calls the backend the environment names (`WANDB_API_KEY`,
  * `EFFECT_RL_TRAINING_URL`, ...: the same backend as the loop). Loaded by the command only when `runner`
  * runs, so that the other commands (and `--help`) load nothing of the cluster.
  *
@@ -24,6 +26,12 @@ export interface RunnerFlags {
   readonly port: number
   readonly listenHost: string | undefined
   readonly capacity: number | undefined
+  /** The command line of `train-agent`'s agent to register (see `agentCommand.ts`). */
+  readonly agentCommand?: string | undefined
+  /** With `agentCommand`: the loop's `--reward` module. */
+  readonly reward?: string | undefined
+  /** With `agentCommand`: the loop's `--timeout`, in seconds. */
+  readonly timeout?: number | undefined
 }
 
 const isAgent = (value: unknown): value is RolloutAgent.Any =>
@@ -48,9 +56,21 @@ export const runner = (
   examples: Effect.Effect<Readonly<Record<string, { readonly agents?: ReadonlyArray<RolloutAgent.Any> | undefined }>>>
 ) =>
   Effect.gen(function* () {
-    const agents =
+    const command =
+      flags.agentCommand === undefined
+        ? []
+        : [
+            yield* Effect.flatMap(
+              Effect.promise(() => import("./agentCommand.js")),
+              (module) =>
+                module.commandAgent({ command: flags.agentCommand!, reward: flags.reward, timeout: flags.timeout })
+            )
+          ]
+    const modules =
       flags.agents === undefined
-        ? Object.values(yield* examples).flatMap((example) => example.agents ?? [])
+        ? command.length > 0
+          ? []
+          : Object.values(yield* examples).flatMap((example) => example.agents ?? [])
         : agentsOf(
             yield* Effect.tryPromise({
               try: () => import(pathToFileURL(resolve(flags.agents!)).href) as Promise<Record<string, unknown>>,
@@ -60,6 +80,7 @@ export const runner = (
                 )
             })
           )
+    const agents: ReadonlyArray<RolloutAgent.Any> = [...modules, ...command]
     if (agents.length === 0) {
       return yield* Effect.fail(
         failed(

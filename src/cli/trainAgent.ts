@@ -12,16 +12,13 @@
  */
 import { readFile } from "node:fs/promises"
 import { resolve } from "node:path"
-import { pathToFileURL } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Example from "../Example.js"
-import * as ExternalAgent from "../workflow/ExternalAgent.js"
 import type * as Gather from "../workflow/Gather.js"
 import * as Policy from "../workflow/Policy.js"
-import type { Reward, Score } from "../workflow/Reward.js"
-import * as RolloutGateway from "../workflow/RolloutGateway.js"
 import * as TrainingLoop from "../workflow/TrainingLoop.js"
-import { type CliFailure, failed, usage } from "./failure.js"
+import { commandAgent } from "./agentCommand.js"
+import { failed, usage } from "./failure.js"
 
 /** The flags of `train-agent`, validated. */
 export interface TrainAgentFlags {
@@ -42,6 +39,11 @@ export interface TrainAgentFlags {
   readonly groupsPerStep?: number | undefined
   /** Passes over the scenarios file: the steps it takes (instead of `steps`). */
   readonly epochs?: number | undefined
+  /**
+   * The storage URL of a rollout cluster whose runners run the agent (`effect-rl runner --agent-command` with the
+   * same command, `--reward` and `--timeout`); default: the agents run in this process.
+   */
+  readonly cluster?: string | undefined
 }
 
 /**
@@ -90,40 +92,6 @@ export const readScenarios = (path: string) =>
     return scenarios
   })
 
-type Scoring = (input: {
-  readonly scenario: unknown
-  readonly value: ExternalAgent.Outcome
-  readonly trajectory: unknown
-}) => unknown
-
-/**
- * The reward a module exports (`reward`, else its default export): a function of `{scenario, value,
- * trajectory}` (`value.report` is the agent's report) giving a number or `{reward, metrics}`, directly, as a
- * Promise or as an Effect.
- */
-export const loadReward = (path: string) =>
-  Effect.gen(function* () {
-    const module = yield* Effect.tryPromise({
-      try: () => import(pathToFileURL(resolve(path)).href) as Promise<Record<string, unknown>>,
-      catch: (error) => usage(`cannot load the reward module ${path}: ${errorText(error)}`)
-    })
-    const score = (module.reward ?? module.default) as Scoring | undefined
-    if (typeof score !== "function") {
-      return yield* usage(`the reward module ${path} exports no reward function (export \`reward\` or a default)`)
-    }
-    const reward: Reward<unknown, ExternalAgent.Outcome, CliFailure> = (input) =>
-      Effect.suspend(() => {
-        const result = score(input)
-        return Effect.isEffect(result)
-          ? (result as Effect.Effect<Score, CliFailure>)
-          : Effect.tryPromise({
-              try: () => Promise.resolve(result as Score | Promise<Score>),
-              catch: (error) => failed(`the reward module ${path} failed: ${errorText(error)}`)
-            })
-      })
-    return reward
-  })
-
 /**
  * A step's gather that failed for the agent's failures, as the command's sentence: the first failure's own
  * error, the count against the limit, and the flag that tolerates them (the library's advice names its option).
@@ -158,7 +126,8 @@ export const hostedCommand = (flags: TrainAgentFlags): string => {
     ["--concurrency", flags.concurrency],
     ["--reward", flags.reward],
     ["--timeout", flags.timeout],
-    ["--max-failures", flags.maxFailures]
+    ["--max-failures", flags.maxFailures],
+    ["--cluster", flags.cluster === undefined ? undefined : "<cluster url>"]
   ]
   return ["effect-rl train-agent", quote(flags.command)]
     .concat(given.flatMap(([flag, value]) => (value === undefined ? [] : [`${flag} ${quote(String(value))}`])))
@@ -173,9 +142,13 @@ export const trainAgent = (flags: TrainAgentFlags) =>
     }
     const scenarios = yield* readScenarios(flags.scenarios)
     const { groupsPerStep, steps } = plan(scenarios.length, flags)
-    const reward: Reward<unknown, ExternalAgent.Outcome, ExternalAgent.ExternalAgentError | CliFailure> =
-      flags.reward === undefined ? ExternalAgent.reportedReward : yield* loadReward(flags.reward)
-    const agent = ExternalAgent.command<unknown>(flags.command)
+    if (flags.cluster !== undefined && process.env.WANDB_API_KEY === undefined) {
+      return yield* usage(
+        "--cluster needs a backend the runners reach too: set WANDB_API_KEY (and EFFECT_RL_TRAINING_URL, " +
+          "EFFECT_RL_INFERENCE_URL, EFFECT_RL_TRACE_URL for an `effect-rl serve`) here and on every runner"
+      )
+    }
+    const agent = yield* commandAgent(flags)
     const groupSize = flags.groupSize ?? DEFAULTS.groupSize
     const example: Example.Example<unknown> = {
       name: "agent",
@@ -184,7 +157,13 @@ export const trainAgent = (flags: TrainAgentFlags) =>
         `${flags.scenarios} a step, ${groupSize} rollouts each (${groupsPerStep * groupSize} runs a step), its ` +
         `turns recorded through a rollout gateway; reward: ${
           flags.reward === undefined ? "the agent's report" : `the module ${flags.reward}`
-        }.`,
+        }.` +
+        (flags.cluster === undefined
+          ? ""
+          : ` On the cluster's runners, each started with \`effect-rl runner --cluster <url> --agent-command ` +
+            `${quote(flags.command)}\`${flags.reward === undefined ? "" : ` --reward ${quote(flags.reward)}`}` +
+            `${flags.timeout === undefined ? "" : ` --timeout ${flags.timeout}`} (agent ${agent.name}).`),
+      agents: [agent],
       train: (options) =>
         Effect.gen(function* () {
           const policy = yield* Policy.trainable({
@@ -197,10 +176,8 @@ export const trainAgent = (flags: TrainAgentFlags) =>
           const summary = yield* TrainingLoop.run({
             policy,
             scenarios,
-            rollout: ExternalAgent.rollout(agent, {
-              ...(flags.timeout === undefined ? {} : { timeout: `${flags.timeout} seconds` })
-            }),
-            reward,
+            rollout: agent.rollout,
+            reward: agent.reward,
             groupsPerStep,
             rolloutsPerGroup: groupSize,
             steps: options.steps ?? DEFAULTS.steps,
@@ -209,7 +186,8 @@ export const trainAgent = (flags: TrainAgentFlags) =>
               ...(flags.maxFailures === undefined ? {} : { maxExceptions: flags.maxFailures })
             }
           }).pipe(
-            Effect.provide(RolloutGateway.layer()),
+            // The gateway the agents reach when they run in this process (on a cluster, each runner has its own).
+            Effect.provide(agent.layer),
             Effect.catchTag("GatherError", (error) => Effect.fail(failed(tooManyFailures(error))))
           )
           return { summary, policy }
@@ -217,6 +195,7 @@ export const trainAgent = (flags: TrainAgentFlags) =>
     }
     return yield* Example.run(example, {
       ...(steps === undefined ? {} : { steps }),
+      ...(flags.cluster === undefined ? {} : { cluster: flags.cluster }),
       baseModel: flags.baseModel,
       modelName: flags.model,
       ...(flags.dataDir === undefined ? {} : { local: { dataDir: resolve(flags.dataDir) } }),

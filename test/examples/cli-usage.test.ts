@@ -86,6 +86,11 @@ describe("effect-rl: refused invocations", () => {
       [["serve", "--data-dir", "package.json"], "effect-rl serve: 'package.json' is not a directory"],
       [["runner", "--cluster", "sqlite:x.db", "--agents", "nope.js"], "effect-rl runner: 'nope.js' does not exist"],
       [["serve", "--port", "http"], "effect-rl serve: --port must be a port from 0 to 65535, got 'http'"],
+      // An external agent's flags without the agent.
+      [
+        ["runner", "--cluster", "sqlite:x.db", "--timeout", "5"],
+        "effect-rl runner: --reward and --timeout go with --agent-command (the agent they belong to)"
+      ],
       // A command that is not one.
       [
         ["trian"],
@@ -120,7 +125,8 @@ const PAGES: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
       "[--groups-per-step <n>]",
       "[--epochs <n>]",
       "[--reward <module>]",
-      "[--timeout <seconds>]"
+      "[--timeout <seconds>]",
+      "[--cluster <url>]"
     ]
   ],
   [
@@ -135,7 +141,18 @@ const PAGES: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
       "[--allow-http]"
     ]
   ],
-  ["runner", ["--cluster <url>", "[--agents <file>]", "[--port <port>]", "[--capacity <n>]"]],
+  [
+    "runner",
+    [
+      "--cluster <url>",
+      "[--agents <file>]",
+      "[--port <port>]",
+      "[--capacity <n>]",
+      "[--agent-command <command>]",
+      "[--reward <module>]",
+      "[--timeout <seconds>]"
+    ]
+  ],
   ["check", ["[--data-dir <dir>]"]],
   ["backup", ["<file>", "[--data-dir <dir>]"]]
 ]

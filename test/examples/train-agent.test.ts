@@ -5,23 +5,50 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
+import { agentName } from "../../src/cli/agentCommand.js"
 import { alive, dir, root, scenarios, summaryOf, trainAgent } from "./trainAgentSupport.js"
 
 describe("effect-rl train-agent", () => {
+  it("its agent's name (what a cluster's runner knows it by) is a digest of command, reward module and time limit", async () => {
+    const rewardA = join(dir, "reward-a.mjs")
+    const rewardB = join(dir, "reward-b.mjs")
+    const rewardA2 = join(dir, "reward-a-copy.mjs")
+    writeFileSync(rewardA, "export const reward = () => 1\n")
+    writeFileSync(rewardA2, "export const reward = () => 1\n")
+    writeFileSync(rewardB, "export const reward = () => 0\n")
+    const name = (command: string, reward?: string, timeout?: number) =>
+      Effect.runPromise(agentName({ command, reward, timeout }))
+    const base = await name("python3 agent.py")
+    expect(base).toMatch(/^agent-[0-9a-f]{12}$/)
+    expect(await name("python3 agent.py")).toBe(base)
+    const others = await Promise.all([
+      name("python3 agent.py --fast"),
+      name("python3 agent.py", undefined, 60),
+      name("python3 agent.py", rewardA),
+      name("python3 agent.py", rewardB)
+    ])
+    expect(new Set([base, ...others]).size).toBe(5)
+    // The module's contents, not its path (which may differ between machines).
+    expect(await name("python3 agent.py", rewardA2)).toBe(others[2])
+  })
+
   it("a failing agent is one sentence with its exit code and stderr; bad scenarios are refused", async () => {
     const bad = join(dir, "bad.jsonl")
     writeFileSync(bad, '{"question": "ok"}\n{not json\n')
     // The Python agent, except on one of the three scenarios, where it fails: 8 of the step's 24 runs.
     const agent = join(root, "examples/agents/python/agent.py")
     const sometimes = `input=$(cat); case "$input" in *Ready*) echo "not ready" >&2; exit 3;; esac; printf %s "$input" | python3 ${agent}`
-    const [failing, refused, tolerated] = await Promise.all([
+    const [failing, refused, tolerated, noBackend] = await Promise.all([
       // With its progress lines (shown when not under a test runner): every run fails at once.
       trainAgent(["python3 -c 'import sys; sys.exit(\"the agent broke\")'", "--scenarios", scenarios, "--steps", "1"], {
         VITEST: undefined
       }),
       trainAgent(["python3 agent.py", "--scenarios", bad]),
-      trainAgent([sometimes, "--scenarios", scenarios, "--steps", "1", "--max-failures", "8"])
+      trainAgent([sometimes, "--scenarios", scenarios, "--steps", "1", "--max-failures", "8"]),
+      // On a cluster the runners must reach the backend: not the embedded one inside this command.
+      trainAgent(["python3 agent.py", "--scenarios", scenarios, "--cluster", `sqlite:${join(dir, "c.db")}`])
     ])
     expect(failing.code, failing.out).toBe(1)
     expect(failing.out).toMatch(
@@ -41,6 +68,8 @@ describe("effect-rl train-agent", () => {
     // With --max-failures 8 the step trains on the two scenarios whose runs succeeded.
     expect(tolerated.code, tolerated.out).toBe(0)
     expect(summaryOf(tolerated.out).steps).toBe(1)
+    expect(noBackend.code, noBackend.out).toBe(2)
+    expect(noBackend.out).toContain("effect-rl train-agent: --cluster needs a backend the runners reach too")
     expect(refused.code, refused.out).toBe(2)
     expect(refused.out).toContain(`effect-rl train-agent: line 2 of ${bad} is not JSON`)
   }, 120_000)
