@@ -80,5 +80,28 @@ describe("the OpenAI routes' body bound", () => {
           expect(ok.status).toBe(200)
         })
     )
+
+    it.effect("a body without a length is refused once past 4 MiB, not read on toward the server's limit", () =>
+      Effect.gen(function* () {
+        // 5 MiB, then nothing, never ending: a server reading on (to its 64 MiB) would never answer.
+        const chunk = new Uint8Array(1024 * 1024).fill(0x78)
+        let sent = 0
+        const endless = new ReadableStream<Uint8Array>({
+          pull: (controller) => {
+            if (sent++ < 5) controller.enqueue(chunk)
+            else return new Promise<void>(() => undefined)
+          }
+        })
+        const reply = yield* call("/v1/responses", {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: endless,
+          duplex: "half",
+          signal: AbortSignal.timeout(10_000)
+        } as RequestInit)
+        expect(reply.status).toBe(413)
+        expect(reply.json).toMatchObject({ error: { message: MESSAGE } })
+      })
+    )
   })
 })

@@ -167,21 +167,12 @@ const readJson = (
 ): Effect.Effect<Either.Either<unknown, HttpServerResponse.HttpServerResponse>> =>
   Effect.gen(function* () {
     if (Number(request.headers["content-length"] ?? Number.NaN) > limit) return Either.left(tooLarge(limit))
-    const read = yield* Effect.either(
-      Stream.runFoldWhile(
-        request.stream,
-        { size: 0, chunks: [] as Array<Uint8Array> },
-        (state) => state.size <= limit,
-        (state, chunk) => {
-          state.chunks.push(chunk)
-          return { size: state.size + chunk.length, chunks: state.chunks }
-        }
-      )
-    )
-    if (Either.isLeft(read))
+    const read = yield* Effect.either(bounded(request, limit))
+    if (Either.isLeft(read)) {
       return Either.left(errorResponse(400, "the request body could not be read", "invalid_request_error"))
-    if (read.right.size > limit) return Either.left(tooLarge(limit))
-    const text = Buffer.concat(read.right.chunks).toString("utf8")
+    }
+    if (read.right === undefined) return Either.left(tooLarge(limit))
+    const text = Buffer.concat(read.right).toString("utf8")
     let body: unknown
     try {
       body = JSON.parse(text) as unknown
@@ -196,6 +187,74 @@ const readJson = (
       ? Either.left(errorResponse(400, TOO_DEEP, "invalid_request_error", deepField(body, MAX_JSON_DEPTH)))
       : Either.right(body)
   })
+
+/** A Node request's body, as the platform's Node server gives it (`request.source`). */
+interface NodeBody {
+  readonly on: (event: string, listener: (...args: Array<never>) => void) => unknown
+  readonly off: (event: string, listener: (...args: Array<never>) => void) => unknown
+  readonly resume: () => unknown
+  readonly readableEnded: boolean
+}
+
+const isNodeBody = (source: unknown): source is NodeBody =>
+  Predicate.hasProperty(source, "resume") && Predicate.hasProperty(source, "readableEnded")
+
+/**
+ * A request's body, read to its end, or `undefined` as soon as it is larger than `limit` (what came is dropped).
+ * A Node request past the limit is left to drain, its bytes discarded as they come, so the 413 goes out at once
+ * and the connection stays usable (destroying it would reset the agent's side before it reads the answer); any
+ * other body is read through the platform's stream and cancelled.
+ */
+const bounded = (
+  request: HttpServerRequest.HttpServerRequest,
+  limit: number
+): Effect.Effect<ReadonlyArray<Uint8Array> | undefined, unknown> => {
+  const source: unknown = request.source
+  if (!isNodeBody(source)) {
+    return Effect.map(
+      Stream.runFoldWhile(
+        request.stream,
+        { size: 0, chunks: [] as Array<Uint8Array> },
+        (state) => state.size <= limit,
+        (state, chunk) => {
+          state.chunks.push(chunk)
+          return { size: state.size + chunk.length, chunks: state.chunks }
+        }
+      ),
+      (state) => (state.size > limit ? undefined : state.chunks)
+    )
+  }
+  if (source.readableEnded) return Effect.succeed([])
+  return Effect.async<ReadonlyArray<Uint8Array> | undefined, unknown>((resume) => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    const cleanup = () => {
+      source.off("data", onData)
+      source.off("end", onEnd)
+      source.off("error", onError)
+    }
+    const onData = (chunk: Uint8Array) => {
+      size += chunk.length
+      if (size <= limit) return void chunks.push(chunk)
+      cleanup()
+      // Flowing with no reader: the rest is discarded as it arrives.
+      source.resume()
+      resume(Effect.succeed(undefined))
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks))
+    }
+    const onError = (error: unknown) => {
+      cleanup()
+      resume(Effect.fail(error))
+    }
+    source.on("data", onData)
+    source.on("end", onEnd)
+    source.on("error", onError)
+    return Effect.sync(cleanup)
+  })
+}
 
 /** The runtime a body's `model` is answered in: a fixed policy's, or the rollout's. */
 const runtimeFor = (surface: Surface, body: unknown): Runtime.Runtime<Rollout.Current> => {

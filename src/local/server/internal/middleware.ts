@@ -31,7 +31,7 @@ import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
 import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { SIGN_IN_PATH } from "../DashboardApi.js"
-import { admit, surfaceError, tooLarge } from "./admit.js"
+import { admit, MAX_OPENAI_BODY, surfaceError, tooLarge } from "./admit.js"
 import { isUiPath, serveAsset } from "./assets.js"
 import { buffered } from "./body.js"
 import { crossFieldDetails } from "./issues.js"
@@ -108,12 +108,16 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
         ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
         : Responses.detail(401, "Invalid or missing API key")
     }
+    // The OpenAI routes' bound is under the server's: a chunked body on them is refused once past it, not read
+    // up to the server's limit first.
+    const limit = Responses.isOpenAiPath(pathname(request))
+      ? Math.min(options.maxBodySize, MAX_OPENAI_BODY)
+      : options.maxBodySize
     const length = Number(request.headers["content-length"] ?? "0")
-    if (!Number.isFinite(length) || length > options.maxBodySize)
-      return tooLarge(pathname(request), options.maxBodySize)
-    const next = yield* buffered(request, options.maxBodySize)
+    if (!Number.isFinite(length) || length > limit) return tooLarge(pathname(request), limit)
+    const next = yield* buffered(request, limit)
     if (next === undefined) {
-      return HttpServerResponse.setHeader(tooLarge(pathname(request), options.maxBodySize), "connection", "close")
+      return HttpServerResponse.setHeader(tooLarge(pathname(request), limit), "connection", "close")
     }
     const maxBodySize = Option.some(options.maxBodySize)
     const admitted = yield* IncomingMessage.withMaxBodySize(
