@@ -1,11 +1,13 @@
 /**
  * Adam with decoupled weight decay (AdamW) over the policy's flat parameter buffer, with clipping of the
  * gradient by its global norm. The moments live in buffers of the parameters' float type, so that a
- * checkpoint holds them bit for bit.
+ * checkpoint holds them bit for bit. Over buffers in the kernels' memory (a float32 policy's) the step runs in
+ * WebAssembly (`adam` in `wasm/kernels.as`), in float64 as the loop here computes it: the same bits.
  *
  * @since 0.1.0
  */
 import type { FloatArray } from "./policy/Kernels.js"
+import { heap, ptr } from "./policy/Wasm.js"
 
 /** The optimiser's hyperparameters (the learning rate is given per step). */
 export interface AdamConfig {
@@ -48,8 +50,8 @@ export interface AdamState {
 /** A fresh state for `size` parameters (float64 moments when `float64`). */
 export const makeAdamState = (size: number, config: Partial<AdamConfig> = {}, float64 = false): AdamState => ({
   config: { ...DEFAULT_ADAM_CONFIG, ...config },
-  m: float64 ? new Float64Array(size) : new Float32Array(size),
-  v: float64 ? new Float64Array(size) : new Float32Array(size),
+  m: float64 ? new Float64Array(size) : (heap()?.f32(size) ?? new Float32Array(size)),
+  v: float64 ? new Float64Array(size) : (heap()?.f32(size) ?? new Float32Array(size)),
   step: 0
 })
 
@@ -85,7 +87,9 @@ export const adamStep = (
     throw new RangeError("adamStep: parameter, gradient and moment buffers differ in size")
   }
   const { beta1, beta2, epsilon, weightDecay, maxGradNorm } = state.config
-  const gradNorm = globalNorm(grads)
+  const W = heap()
+  const wasm = W !== undefined && [params, grads, state.m, state.v].every((a) => a instanceof Float32Array && W.has(a))
+  const gradNorm = wasm ? Math.sqrt(W.kernels.sumSquares64(ptr(grads), grads.length)) : globalNorm(grads)
   if (!Number.isFinite(gradNorm)) return { gradNorm, clipScale: 0 }
   const clipScale = maxGradNorm > 0 && gradNorm > maxGradNorm ? maxGradNorm / gradNorm : 1
   state.step += 1
@@ -96,6 +100,23 @@ export const adamStep = (
   const v = state.v
   const decay = 1 - learningRate * weightDecay
   const stepSize = learningRate / c1
+  if (wasm) {
+    W.kernels.adam(
+      ptr(params),
+      ptr(grads),
+      ptr(m),
+      ptr(v),
+      params.length,
+      clipScale,
+      beta1,
+      beta2,
+      epsilon,
+      decay,
+      stepSize,
+      c2
+    )
+    return { gradNorm, clipScale }
+  }
   for (let i = 0; i < params.length; i++) {
     const g = grads[i]! * clipScale
     const mi = beta1 * m[i]! + (1 - beta1) * g

@@ -5,10 +5,10 @@
  * @since 0.1.0
  */
 import type { AdamConfig, AdamState } from "../Optimizer.js"
-import { sharedFloat32 } from "./DecodeThread.js"
 import type { FloatArray } from "./Kernels.js"
 import { Policy } from "./Policy.js"
 import { checkConfig, type PolicyConfig, parameterCount } from "./PolicyConfig.js"
+import { engineFloat32 } from "./Wasm.js"
 
 const MAGIC = [0x45, 0x52, 0x4c, 0x50] // "ERLP"
 
@@ -113,8 +113,8 @@ export const loadCheckpoint = (bytes: Uint8Array): { readonly policy: Policy; re
     throw new CheckpointFormatError(`corrupt checkpoint: ${bytes.length} bytes where the header implies ${expected}`)
   }
   const read = (k: number): FloatArray => {
-    // The parameters in shared memory, so that the decoding thread reads them in place (`DecodeThread.ts`).
-    const a = float64 ? new Float64Array(n) : k === 0 ? sharedFloat32(n) : new Float32Array(n)
+    // In the kernels' memory (shared: the decoding thread reads the parameters in place), see `Wasm.ts`.
+    const a = float64 ? new Float64Array(n) : engineFloat32(n)
     const start = 12 + jsonLength + k * n * width
     bytesOf(a).set(bytes.subarray(start, start + n * width))
     return a

@@ -2,13 +2,15 @@
  * The decoding forward pass of the local engine's policy over a range of rows: each row is one token at one
  * position of a sequence being decoded, whose keys and values per layer live in its own cache. `Policy`'s
  * `extend`, `advanceMany` and `extendMany` run it over their rows; it takes its parameters, shape and scratch as
- * arguments, so any holder of the same bits (another thread, say) computes the same rows.
+ * arguments, so any holder of the same bits (another thread, say) computes the same rows. A scratch made over the
+ * kernels' memory (`DecodeScratch`'s `heap`) runs the WebAssembly kernels, others the JavaScript ones.
  *
  * @since 0.1.0
  */
 import { attendRow } from "./Attention.js"
-import { type FloatArray, Grow, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
+import { type FloatArray, Grow, GrowInt, geluRange, matmulNT, rmsNormRow } from "./Kernels.js"
 import type { Layout, PolicyConfig } from "./PolicyConfig.js"
+import { type Heap, ptr } from "./Wasm.js"
 
 /** What a decoding row reads and writes of its sequence: its caches (per layer) and its last hidden state. */
 export interface RowTarget {
@@ -33,9 +35,23 @@ export class DecodeScratch {
   readonly qs: Float64Array
   /** The final hidden states of the rows whose logits are computed (`headRows`). */
   readonly f: Grow
+  /** The kernels' memory when this scratch lives in it (the WebAssembly kernels run), else undefined. */
+  readonly heap: Heap | undefined
+  /** The rows' token ids and positions (WebAssembly path). */
+  readonly tokens: GrowInt
+  readonly positions: GrowInt
+  /** A state's cache staged into the kernels' memory when it lives elsewhere, and logits bound elsewhere. */
+  readonly stage: Grow
+  readonly stageOut: Grow
 
-  constructor(config: PolicyConfig, make: (n: number) => FloatArray) {
+  constructor(config: PolicyConfig, make: (n: number) => FloatArray, heap?: Heap | undefined) {
+    this.heap = heap
     const grow = () => new Grow(make)
+    const ints = heap === undefined ? undefined : (n: number) => heap.i32(n) ?? outOfMemory()
+    this.tokens = new GrowInt(ints)
+    this.positions = new GrowInt(ints)
+    this.stage = grow()
+    this.stageOut = grow()
     this.x = grow()
     this.a = grow()
     this.qkv = grow()
@@ -44,12 +60,17 @@ export class DecodeScratch {
     this.u = grow()
     this.g = grow()
     this.attRow = make(config.nHeads * config.contextLength)
-    this.descending = new Int32Array(config.contextLength)
+    this.descending = ints === undefined ? new Int32Array(config.contextLength) : ints(config.contextLength)
     for (let i = 0; i < config.contextLength; i++) this.descending[i] = config.contextLength - 1 - i
     this.acc = new Float64Array(config.dModel)
     this.qs = new Float64Array(config.dModel)
     this.f = grow()
   }
+}
+
+/** Thrown when the kernels' memory cannot hold a buffer a policy needs. */
+export const outOfMemory = (): never => {
+  throw new RangeError("the engine's WebAssembly memory is full (2 GiB)")
 }
 
 /**
@@ -71,6 +92,10 @@ export const forwardRows = (
 ): void => {
   const B = to - from
   if (B <= 0) return
+  if (S.heap !== undefined) {
+    forwardRowsWasm(config, layout, P, S, S.heap, rowState, rowPos, ids, from, to)
+    return
+  }
   const d = config.dModel
   const F = config.dFf
   const H = config.nHeads
@@ -160,9 +185,110 @@ export const headRows = (
   const d = config.dModel
   const V = config.vocabSize
   const f = S.f.need(B * d)
+  if (S.heap !== undefined) {
+    for (let b = 0; b < B; b++) f.set(rowState[from + b]!.last, b * d)
+    const inPlace = S.heap.has(out)
+    const target = inPlace ? out : S.stageOut.need(B * V)
+    S.heap.kernels.matmulNT(
+      ptr(target, inPlace ? from * V : 0),
+      V,
+      ptr(f),
+      d,
+      ptr(P, layout.wout),
+      d,
+      B,
+      V,
+      d,
+      ptr(P, layout.bout),
+      0
+    )
+    if (!inPlace) out.set(target.subarray(0, B * V), from * V)
+    return
+  }
   for (let b = 0; b < B; b++) {
     const last = rowState[from + b]!.last
     for (let e = 0; e < d; e++) f[b * d + e] = last[e]!
   }
   matmulNT(out, from * V, V, f, 0, d, P, layout.wout, d, B, V, d, P, layout.bout, false)
+}
+
+/** `forwardRows` on the WebAssembly kernels (see `wasm/kernels.as`): every buffer but a state's in their memory. */
+const forwardRowsWasm = (
+  config: PolicyConfig,
+  layout: Layout,
+  P: FloatArray,
+  S: DecodeScratch,
+  W: Heap,
+  rowState: ReadonlyArray<RowTarget | undefined>,
+  rowPos: Int32Array,
+  ids: ArrayLike<number>,
+  from: number,
+  to: number
+): void => {
+  const k = W.kernels
+  const B = to - from
+  const d = config.dModel
+  const F = config.dFf
+  const H = config.nHeads
+  const dh = d / H
+  const L = layout
+  const x = S.x.need(B * d)
+  const a = S.a.need(B * d)
+  const qkv = S.qkv.need(B * 3 * d)
+  const o = S.o.need(B * d)
+  const tmp = S.tmp.need(B * d)
+  const u = S.u.need(B * F)
+  const g = S.g.need(B * F)
+  const tokens = S.tokens.need(B)
+  const positions = S.positions.need(B)
+  for (let b = 0; b < B; b++) {
+    tokens[b] = ids[from + b]!
+    positions[b] = rowPos[from + b]!
+  }
+  k.embed(ptr(x), ptr(P, L.tokEmb), ptr(P, L.posEmb), ptr(tokens), ptr(positions), B, d)
+  const top = config.contextLength - 1
+  for (let l = 0; l < config.nLayers; l++) {
+    const w = L.layers[l]!
+    k.rmsNormRows(ptr(a), ptr(x), ptr(P, w.ln1), B, d, 0, 0)
+    k.matmulNT(ptr(qkv), 3 * d, ptr(a), d, ptr(P, w.wqkv), d, B, 3 * d, d, 0, 0)
+    for (let b = 0; b < B; b++) {
+      const kv = rowState[from + b]!.kv[l]!
+      const pos = rowPos[from + b]!
+      kv.set(qkv.subarray(b * 3 * d + d, (b + 1) * 3 * d), pos * 2 * d)
+      let cache = kv
+      if (!W.has(kv)) {
+        cache = S.stage.need((pos + 1) * 2 * d)
+        cache.set(kv.subarray(0, (pos + 1) * 2 * d))
+      }
+      // Rows pos, pos - 1, ..., 0: a window of the descending index array.
+      k.attendRow(
+        ptr(qkv, b * 3 * d),
+        ptr(cache),
+        2 * d,
+        0,
+        d,
+        ptr(S.descending, top - pos),
+        pos + 1,
+        ptr(o, b * d),
+        ptr(S.attRow),
+        H,
+        dh
+      )
+    }
+    k.matmulNT(ptr(tmp), d, ptr(o), d, ptr(P, w.wo), d, B, d, d, 0, 0)
+    k.add(ptr(x), ptr(x), ptr(tmp), B * d)
+    k.rmsNormRows(ptr(a), ptr(x), ptr(P, w.ln2), B, d, 0, 0)
+    k.matmulNT(ptr(u), F, ptr(a), d, ptr(P, w.w1), d, B, F, d, ptr(P, w.b1), 0)
+    k.gelu(ptr(g), 0, ptr(u), B * F)
+    k.matmulNT(ptr(tmp), d, ptr(g), F, ptr(P, w.w2), F, B, d, F, ptr(P, w.b2), 0)
+    k.add(ptr(x), ptr(x), ptr(tmp), B * d)
+  }
+  for (let b = 0; b < B; b++) {
+    const last = rowState[from + b]!.last
+    if (W.has(last)) k.rmsNormRows(ptr(last), ptr(x, b * d), ptr(P, L.lnF), 1, d, 0, 0)
+    else {
+      k.rmsNormRows(ptr(a), ptr(x, b * d), ptr(P, L.lnF), 1, d, 0, 0)
+      last.set(a.subarray(0, d))
+    }
+  }
 }

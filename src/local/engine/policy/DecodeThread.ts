@@ -14,7 +14,8 @@
  * (`receiveMessageOnPort`) when woken, and forgets them once the caller's objects are collected.
  *
  * The thread runs the same code (`forwardRows`) over the same bits, so a row's result does not depend on the
- * thread that computed it. It starts on first use and is not waited for: until it is ready, steps run whole on
+ * thread that computed it: for a policy on the WebAssembly kernels, its own instance of them over the same shared
+ * memory (`Wasm.ts`), where the parameters and caches live. It starts on first use and is not waited for: until it is ready, steps run whole on
  * the calling thread. Steps are shared only while sharing measures faster than running them alone (a moving average
  * of each way's time per unit of estimated work, the other way tried every 16th step): on a machine whose second
  * core is busy with other work, the thread only costs. If it fails or does not answer within {@link ANSWER_MS},
@@ -29,8 +30,9 @@
 import { availableParallelism } from "node:os"
 import { MessageChannel, type MessagePort, receiveMessageOnPort, type Worker, workerData } from "node:worker_threads"
 import { startModuleThread } from "../../../internal/moduleThread.js"
-import { DecodeScratch, forwardRows, headRows, type RowTarget } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, headRows, outOfMemory, type RowTarget } from "./DecodeRows.js"
 import { type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
+import { type Heap, heap, useMemory, type WasmMemory } from "./Wasm.js"
 
 /** How long the caller waits for the thread's share of a step before giving the thread up, in milliseconds. */
 export const ANSWER_MS = 30_000
@@ -62,21 +64,31 @@ const WITHDRAWN = 3
 const MARK = "effect-rl/decode-thread"
 
 type ToThread =
-  | { readonly type: "model"; readonly id: number; readonly config: PolicyConfig; readonly params: Float32Array }
+  | {
+      readonly type: "model"
+      readonly id: number
+      readonly config: PolicyConfig
+      readonly params: Float32Array
+      readonly wasm: boolean
+    }
   | {
       readonly type: "state"
       readonly id: number
       readonly kv: ReadonlyArray<Float32Array>
       readonly last: Float32Array
+      /** Which of `kv`, then `last`, are views of the kernels' memory. */
+      readonly inHeap: ReadonlyArray<boolean>
     }
   | { readonly type: "rows"; readonly buffer: SharedArrayBuffer }
-  | { readonly type: "out"; readonly out: Float32Array }
+  | { readonly type: "out"; readonly out: Float32Array; readonly inHeap: boolean }
   | { readonly type: "forget"; readonly models: ReadonlyArray<number>; readonly states: ReadonlyArray<number> }
 
 interface ThreadData {
   readonly mark: typeof MARK
   readonly control: SharedArrayBuffer
   readonly port: MessagePort
+  /** The kernels' memory (`Wasm.ts`), which the thread's instance of them shares. */
+  readonly memory: WasmMemory | undefined
 }
 
 /** Whether a float buffer lives in shared memory (the thread can read and write it in place). */
@@ -99,6 +111,7 @@ interface ThreadModel {
 const serve = (data: ThreadData): void => {
   const control = new Int32Array(data.control)
   const port = data.port
+  const W: Heap | undefined = data.memory === undefined ? undefined : useMemory(data.memory)
   const models = new Map<number, ThreadModel>()
   const states = new Map<number, RowTarget>()
   let rows: Int32Array<ArrayBufferLike> = new Int32Array(0)
@@ -108,21 +121,34 @@ const serve = (data: ThreadData): void => {
   let out: Float32Array<ArrayBufferLike> = new Float32Array(0)
   const apply = (message: ToThread): void => {
     switch (message.type) {
-      case "model":
+      case "model": {
+        const wasm = message.wasm && W !== undefined ? W : undefined
+        if (wasm !== undefined) wasm.adopt(message.params)
         models.set(message.id, {
           config: message.config,
           layout: layoutOf(message.config),
           params: message.params,
-          scratch: new DecodeScratch(message.config, (n) => new Float32Array(n))
+          scratch:
+            wasm === undefined
+              ? new DecodeScratch(message.config, (n) => new Float32Array(n))
+              : new DecodeScratch(message.config, (n) => wasm.f32(n) ?? outOfMemory(), wasm)
         })
         return
+      }
       case "state":
+        if (W !== undefined) {
+          message.kv.forEach((kv, i) => {
+            if (message.inHeap[i] === true) W.adopt(kv)
+          })
+          if (message.inHeap[message.kv.length] === true) W.adopt(message.last)
+        }
         states.set(message.id, { kv: message.kv, last: message.last })
         return
       case "rows":
         rows = new Int32Array(message.buffer)
         return
       case "out":
+        if (message.inHeap) W?.adopt(message.out)
         out = message.out
         return
       case "forget":
@@ -195,6 +221,8 @@ if ((workerData as Partial<ThreadData> | null)?.mark === MARK) serve(workerData 
 export interface ThreadPolicy {
   readonly config: PolicyConfig
   readonly params: Float32Array
+  /** The kernels' memory when the policy runs the WebAssembly kernels (its parameters live there). */
+  readonly heap?: Heap | undefined
 }
 
 /** The decoding thread as its caller sees it (see the module comment). */
@@ -227,7 +255,12 @@ export class DecodeThread {
   constructor() {
     const channel = new MessageChannel()
     this.port = channel.port1
-    const data: ThreadData = { mark: MARK, control: this.control.buffer as SharedArrayBuffer, port: channel.port2 }
+    const data: ThreadData = {
+      mark: MARK,
+      control: this.control.buffer as SharedArrayBuffer,
+      port: channel.port2,
+      memory: heap()?.memory
+    }
     this.worker = start(data, [channel.port2])
     this.worker.unref()
     this.worker.on("error", (error) => this.giveUp(`the decoding thread failed: ${error.message}`))
@@ -325,7 +358,7 @@ export class DecodeThread {
     const n = starts[chunks]!
     if (out !== null && out !== this.out) {
       this.out = out
-      this.post({ type: "out", out })
+      this.post({ type: "out", out, inHeap: heap()?.has(out) === true })
     }
     Atomics.store(this.control, KIND, kind)
     this.announce(policy, rowState, rowPos, ids, starts, chunks)
@@ -372,7 +405,13 @@ export class DecodeThread {
       model = this.nextId++
       this.models.set(policy, model)
       this.collected.register(policy, { kind: "models", id: model })
-      this.post({ type: "model", id: model, config: policy.config, params: policy.params })
+      this.post({
+        type: "model",
+        id: model,
+        config: policy.config,
+        params: policy.params,
+        wasm: policy.heap !== undefined && policy.heap === heap()
+      })
     }
     const size = 3 * n + chunks + 1
     if (this.rows.length < size) {
@@ -398,7 +437,8 @@ export class DecodeThread {
             type: "state",
             id: known.id,
             kv: target.kv as ReadonlyArray<Float32Array>,
-            last: target.last as Float32Array
+            last: target.last as Float32Array,
+            inHeap: [...target.kv, target.last].map((a) => heap()?.has(a) === true)
           })
         }
         this.current = known.id

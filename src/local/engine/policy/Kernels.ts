@@ -1,5 +1,7 @@
 /**
- * The numeric kernels of the local engine's policy, in plain typed-array loops: the one matrix product
+ * The reference kernels of the local engine's policy, in plain typed-array loops (a float32 policy runs the
+ * WebAssembly twins of `Wasm.ts`; these run the float64 policy of the gradient check, a policy made with
+ * `kernels: "js"`, and the tests that hold the WebAssembly kernels to them): the one matrix product
  * (`C = A B^T`, 4 x 4 register blocks), RMSNorm and tanh-GELU with their backward passes, log-softmax, and the
  * growable scratch buffers the forward and backward passes reuse (attention is `Attention.ts`).
  *
@@ -9,6 +11,8 @@
  *
  * @since 0.1.0
  */
+
+import { type Heap, heap, ptr } from "./Wasm.js"
 
 /** A float buffer of the policy: float32 in use, float64 for the gradient check. */
 export type FloatArray = Float32Array | Float64Array
@@ -332,9 +336,36 @@ export const geluBackwardRange = (
 
 /**
  * Write `log softmax(logits)` into `out` (both of length n at the given offsets) and return the log of the
- * normaliser. Shared by the trainer and the sampler so that their logprobs agree bit for bit.
+ * normaliser: into a Float32Array by the WebAssembly kernel that the training head runs (`logSoftmax` of
+ * `wasm/kernels.as`), so that a logprob computed from decoded logits agrees bit for bit with the one training
+ * scores; into a Float64Array (or where WebAssembly cannot run) by `logSoftmaxIntoJs`.
  */
 export const logSoftmaxInto = (
+  out: FloatArray,
+  outOff: number,
+  logits: ArrayLike<number>,
+  logitsOff: number,
+  n: number
+): number => {
+  const W = out instanceof Float32Array ? heap() : undefined
+  if (W === undefined) return logSoftmaxIntoJs(out, outOff, logits, logitsOff, n)
+  let stage = softmaxStage.get(W)
+  if (stage === undefined) {
+    stage = new Grow((k) => W.f32(k) ?? new Float32Array(k))
+    softmaxStage.set(W, stage)
+  }
+  const buf = stage.need(n)
+  if (!W.has(buf)) return logSoftmaxIntoJs(out, outOff, logits, logitsOff, n)
+  for (let i = 0; i < n; i++) buf[i] = logits[logitsOff + i]!
+  const lse = W.kernels.logSoftmax(ptr(buf), 0, ptr(buf), n, 0)
+  out.set(buf.subarray(0, n), outOff)
+  return lse
+}
+
+const softmaxStage = new WeakMap<Heap, Grow>()
+
+/** `logSoftmaxInto` in plain loops, sums in doubles: the reference. */
+export const logSoftmaxIntoJs = (
   out: FloatArray,
   outOff: number,
   logits: ArrayLike<number>,
@@ -365,11 +396,14 @@ export class Grow {
   }
 }
 
-/** A growable Int32Array. */
+/** A growable Int32Array (made by `make`: in the kernels' memory for a policy that runs them). */
 export class GrowInt {
-  buf = new Int32Array(0)
+  buf: Int32Array
+  constructor(private readonly make: (n: number) => Int32Array = (n) => new Int32Array(n)) {
+    this.buf = make(0)
+  }
   need(n: number): Int32Array {
-    if (this.buf.length < n) this.buf = new Int32Array(Math.max(n, Math.ceil(this.buf.length * 1.5)))
+    if (this.buf.length < n) this.buf = this.make(Math.max(n, Math.ceil(this.buf.length * 1.5)))
     return this.buf
   }
 }

@@ -3,8 +3,10 @@
  * (sequences that share a prefix share its rows: every rollout of a group shares its prompt, so a group of
  * eight rollouts costs one prompt plus eight completions; each row attends to its ancestors in the tree), and
  * its backward pass into the policy's gradient buffer. Activations live in buffers that grow with the largest
- * batch seen; the hot loops allocate nothing. The backward pass transposes operands into scratch so that every
- * product uses the one kernel of `Kernels.ts`.
+ * batch seen; the hot loops allocate nothing. Over the kernels' memory (a policy that runs the WebAssembly
+ * kernels) every pass runs them, the backward pass's products as `A B` and `A^T B` without transposes; otherwise
+ * the JavaScript loops of `Kernels.ts` run, the backward pass transposing operands into scratch so that every
+ * product uses their one kernel.
  *
  * @since 0.1.0
  */
@@ -21,6 +23,7 @@ import {
   transpose
 } from "./Kernels.js"
 import type { Layout, PolicyConfig } from "./PolicyConfig.js"
+import { type Heap, ptr } from "./Wasm.js"
 
 /** What `forwardBatch` computed for each sequence. */
 export interface BatchOutput {
@@ -75,16 +78,19 @@ export class PackedBatch {
     | "tW",
     Grow
   >
-  private readonly rowToken = new GrowInt()
+  private readonly rowToken: GrowInt
   private readonly rowParent = new GrowInt()
-  private readonly rowPos = new GrowInt()
+  private readonly rowPos: GrowInt
   private readonly ancOff = new GrowInt()
-  private readonly ancRows = new GrowInt()
-  private readonly logitRow = new GrowInt()
+  private readonly ancRows: GrowInt
+  private readonly logitRow: GrowInt
   private readonly entrySeq = new GrowInt()
   private readonly entryPos = new GrowInt()
   private readonly entryLogit = new GrowInt()
   private readonly entryToken = new GrowInt()
+  /** The entropy of each logit row, and the scale of each row's probabilities in d(logits) (WebAssembly path). */
+  private readonly entropy: Grow
+  private readonly rowScale: Grow
   private readonly acc: Float64Array
   private readonly qs: Float64Array
   private readonly dQs: Float64Array
@@ -102,8 +108,16 @@ export class PackedBatch {
     private readonly params: FloatArray,
     private readonly grads: FloatArray,
     make: (n: number) => FloatArray,
-    private readonly checkLength: (n: number) => void
+    private readonly checkLength: (n: number) => void,
+    private readonly heap?: Heap | undefined,
+    ints?: ((n: number) => Int32Array) | undefined
   ) {
+    this.rowToken = new GrowInt(ints)
+    this.rowPos = new GrowInt(ints)
+    this.ancRows = new GrowInt(ints)
+    this.logitRow = new GrowInt(ints)
+    this.entropy = new Grow(make)
+    this.rowScale = new Grow(make)
     const d = config.dModel
     this.acc = new Float64Array(d)
     this.qs = new Float64Array(d)
@@ -240,6 +254,11 @@ export class PackedBatch {
       }
     }
 
+    if (this.heap !== undefined) {
+      const entropyOf = this.forwardWasm(this.heap, R, NL, total)
+      return this.finishForward(sequences, entropyOf, R, NL, NE, tokens, options)
+    }
+
     // 2. Embeddings.
     let h = this.acts.length > 0 ? this.acts[0]!.hIn.need(R * d) : this.ws.hFinal.need(R * d)
     for (let r = 0; r < R; r++) {
@@ -328,6 +347,25 @@ export class PackedBatch {
       }
       entropyOf[i] = ent
     }
+    return this.finishForward(sequences, entropyOf, R, NL, NE, tokens, options)
+  }
+
+  /** The logprobs and entropies asked for, from the head's logprobs (in `logits`); keeps the batch's shape. */
+  private finishForward(
+    sequences: ReadonlyArray<ArrayLike<number>>,
+    entropyOf: ArrayLike<number>,
+    R: number,
+    NL: number,
+    NE: number,
+    tokens: number,
+    options: { readonly keepActivations?: boolean | undefined }
+  ): BatchOutput {
+    const V = this.config.vocabSize
+    const logits = this.ws.logits.buf
+    const entrySeq = this.entrySeq.buf
+    const entryPos = this.entryPos.buf
+    const entryLogit = this.entryLogit.buf
+    const entryToken = this.entryToken.buf
     const logprobs = sequences.map((s) => new Float64Array(s.length).fill(Number.NaN))
     const entropies = sequences.map((s) => new Float64Array(s.length).fill(Number.NaN))
     for (let i = 0; i < NE; i++) {
@@ -371,6 +409,10 @@ export class PackedBatch {
     const ancOff = this.ancOff.buf
     const ancRows = this.ancRows.buf
     const ws = this.ws
+    if (this.heap !== undefined) {
+      this.backwardWasm(this.heap, dLogprobs)
+      return
+    }
 
     // 1. d(loss)/d(logits) = sum over entries e of g_e (onehot(token_e) - p), where logits hold logprobs.
     const probs = ws.probs.buf
@@ -523,5 +565,187 @@ export class PackedBatch {
         G[pe + e] = G[pe + e]! + v
       }
     }
+  }
+
+  /**
+   * The forward pass's layers and head on the WebAssembly kernels, over the packed rows (`forward` packed them);
+   * returns the entropy of each logit row.
+   */
+  private forwardWasm(W: Heap, R: number, NL: number, total: number): Float32Array {
+    const k = W.kernels
+    const c = this.config
+    const d = c.dModel
+    const F = c.dFf
+    const V = c.vocabSize
+    const H = c.nHeads
+    const dh = d / H
+    const P = this.params
+    const L = this.layout
+    const rowPos = this.rowPos.buf
+    const ancOff = this.ancOff.buf
+    const ancRows = this.ancRows.buf
+    let h = this.acts.length > 0 ? this.acts[0]!.hIn.need(R * d) : this.ws.hFinal.need(R * d)
+    k.embed(ptr(h), ptr(P, L.tokEmb), ptr(P, L.posEmb), ptr(this.rowToken.buf), ptr(rowPos), R, d)
+    for (let l = 0; l < c.nLayers; l++) {
+      const w = L.layers[l]!
+      const A = this.acts[l]!
+      const inv1 = A.inv1.need(R)
+      const a1 = A.a1.need(R * d)
+      k.rmsNormRows(ptr(a1), ptr(h), ptr(P, w.ln1), R, d, 0, ptr(inv1))
+      const qkv = A.qkv.need(R * 3 * d)
+      k.matmulNT(ptr(qkv), 3 * d, ptr(a1), d, ptr(P, w.wqkv), d, R, 3 * d, d, 0, 0)
+      const att = A.att.need(total * H)
+      const o = A.o.need(R * d)
+      for (let r = 0; r < R; r++) {
+        const at = ancOff[r]!
+        k.attendRow(
+          ptr(qkv, r * 3 * d),
+          ptr(qkv),
+          3 * d,
+          d,
+          2 * d,
+          ptr(ancRows, at),
+          rowPos[r]! + 1,
+          ptr(o, r * d),
+          ptr(att, at * H),
+          H,
+          dh
+        )
+      }
+      const hMid = A.hMid.need(R * d)
+      k.matmulNT(ptr(hMid), d, ptr(o), d, ptr(P, w.wo), d, R, d, d, 0, 0)
+      k.add(ptr(hMid), ptr(h), ptr(hMid), R * d)
+      const inv2 = A.inv2.need(R)
+      const a2 = A.a2.need(R * d)
+      k.rmsNormRows(ptr(a2), ptr(hMid), ptr(P, w.ln2), R, d, 0, ptr(inv2))
+      const u = A.u.need(R * F)
+      k.matmulNT(ptr(u), F, ptr(a2), d, ptr(P, w.w1), d, R, F, d, ptr(P, w.b1), 0)
+      const g = A.g.need(R * F)
+      k.gelu(ptr(g), ptr(A.th.need(R * F)), ptr(u), R * F)
+      const next = l + 1 < c.nLayers ? this.acts[l + 1]!.hIn.need(R * d) : this.ws.hFinal.need(R * d)
+      k.matmulNT(ptr(next), d, ptr(g), F, ptr(P, w.w2), F, R, d, F, ptr(P, w.b2), 0)
+      k.add(ptr(next), ptr(hMid), ptr(next), R * d)
+      h = next
+    }
+    const invF = this.ws.invF.need(NL)
+    const f = this.ws.f.need(NL * d)
+    k.rmsNormRows(ptr(f), ptr(h), ptr(P, L.lnF), NL, d, ptr(this.logitRow.buf), ptr(invF))
+    const logits = this.ws.logits.need(NL * V)
+    k.matmulNT(ptr(logits), V, ptr(f), d, ptr(P, L.wout), d, NL, V, d, ptr(P, L.bout), 0)
+    const probs = this.ws.probs.need(NL * V)
+    const entropy = this.entropy.need(NL) as Float32Array
+    k.logSoftmaxRows(ptr(logits), ptr(probs), ptr(entropy), NL, V)
+    return entropy
+  }
+
+  /** `backward` on the WebAssembly kernels (see `forwardWasm`). */
+  private backwardWasm(W: Heap, dLogprobs: ReadonlyArray<ArrayLike<number>>): void {
+    const k = W.kernels
+    const c = this.config
+    const d = c.dModel
+    const F = c.dFf
+    const V = c.vocabSize
+    const H = c.nHeads
+    const dh = d / H
+    const P = this.params
+    const G = this.grads
+    const L = this.layout
+    const R = this.batchRows
+    const NL = this.batchLogitRows
+    const NE = this.batchEntries
+    const entrySeq = this.entrySeq.buf
+    const entryPos = this.entryPos.buf
+    const entryLogit = this.entryLogit.buf
+    const entryToken = this.entryToken.buf
+    const rowPos = this.rowPos.buf
+    const ancOff = this.ancOff.buf
+    const ancRows = this.ancRows.buf
+    const ws = this.ws
+
+    // 1. d(loss)/d(logits) = sum over entries e of g_e (onehot(token_e) - p), where logits hold logprobs.
+    if (this.gSum.length < NL) this.gSum = new Float64Array(Math.ceil(NL * 1.5))
+    const gSum = this.gSum
+    gSum.fill(0, 0, NL)
+    for (let i = 0; i < NE; i++) {
+      const g = dLogprobs[entrySeq[i]!]![entryPos[i]!]!
+      if (g !== 0) gSum[entryLogit[i]!] = gSum[entryLogit[i]!]! + g
+    }
+    const scale = this.rowScale.need(NL)
+    for (let i = 0; i < NL; i++) scale[i] = -gSum[i]!
+    const dLogits = ws.dTmp.need(NL * V)
+    k.scaleRows(ptr(dLogits), ptr(ws.probs.buf), ptr(scale), NL, V)
+    for (let i = 0; i < NE; i++) {
+      const g = dLogprobs[entrySeq[i]!]![entryPos[i]!]!
+      if (g !== 0) dLogits[entryLogit[i]! * V + entryToken[i]!] = dLogits[entryLogit[i]! * V + entryToken[i]!]! + g
+    }
+    // Head: dWout += dLogits^T f, dbout += sum, df = dLogits Wout.
+    const f = ws.f.buf
+    k.matmulAx(ptr(G, L.wout), d, ptr(dLogits), 1, V, ptr(f), d, V, d, NL, 0, 1)
+    k.colSum(ptr(G, L.bout), ptr(dLogits), NL, V)
+    const dF = ws.dA.need(Math.max(NL, R) * Math.max(d, F))
+    k.matmulAx(ptr(dF), d, ptr(dLogits), V, 1, ptr(P, L.wout), d, NL, d, V, 0, 0)
+    const dH = ws.dH.need(R * d)
+    dH.fill(0, 0, R * d)
+    k.rmsNormRowsBackward(
+      ptr(dH),
+      ptr(dF),
+      ptr(ws.hFinal.buf),
+      ptr(ws.invF.buf),
+      ptr(P, L.lnF),
+      ptr(G, L.lnF),
+      NL,
+      d,
+      ptr(this.logitRow.buf)
+    )
+
+    // 2. Blocks, last to first. dH holds d(loss)/d(block output).
+    const scratch = ws.tA.need(H * c.contextLength + d)
+    for (let l = c.nLayers - 1; l >= 0; l--) {
+      const w = L.layers[l]!
+      const A = this.acts[l]!
+      // MLP: out = hMid + W2 gelu(W1 a2 + b1) + b2.
+      k.matmulAx(ptr(G, w.w2), F, ptr(dH), 1, d, ptr(A.g.buf), F, d, F, R, 0, 1)
+      k.colSum(ptr(G, w.b2), ptr(dH), R, d)
+      const dG = ws.dG.need(R * F)
+      k.matmulAx(ptr(dG), F, ptr(dH), d, 1, ptr(P, w.w2), F, R, F, d, 0, 0)
+      const dU = ws.dU.need(R * F)
+      k.geluBackward(ptr(dU), ptr(dG), ptr(A.u.buf), ptr(A.th.buf), R * F)
+      k.matmulAx(ptr(G, w.w1), d, ptr(dU), 1, F, ptr(A.a2.buf), d, F, d, R, 0, 1)
+      k.colSum(ptr(G, w.b1), ptr(dU), R, F)
+      const dA = ws.dA.need(R * d)
+      k.matmulAx(ptr(dA), d, ptr(dU), F, 1, ptr(P, w.w1), d, R, d, F, 0, 0)
+      // dH (residual) + norm2 backward -> d(hMid), in place in dH.
+      k.rmsNormRowsBackward(ptr(dH), ptr(dA), ptr(A.hMid.buf), ptr(A.inv2.buf), ptr(P, w.ln2), ptr(G, w.ln2), R, d, 0)
+      // Attention output: hMid = hIn + Wo o.
+      k.matmulAx(ptr(G, w.wo), d, ptr(dH), 1, d, ptr(A.o.buf), d, d, d, R, 0, 1)
+      const dO = ws.dO.need(R * d)
+      k.matmulAx(ptr(dO), d, ptr(dH), d, 1, ptr(P, w.wo), d, R, d, d, 0, 0)
+      // Attention.
+      const dQkv = ws.dQkv.need(R * 3 * d)
+      dQkv.fill(0, 0, R * 3 * d)
+      const qkv = A.qkv.buf
+      const att = A.att.buf
+      for (let r = 0; r < R; r++) {
+        const at = ancOff[r]!
+        k.attendRowBackward(
+          ptr(dO, r * d),
+          ptr(qkv),
+          r,
+          ptr(att, at * H),
+          ptr(ancRows, at),
+          rowPos[r]! + 1,
+          ptr(dQkv),
+          H,
+          dh,
+          ptr(scratch)
+        )
+      }
+      k.matmulAx(ptr(G, w.wqkv), d, ptr(dQkv), 1, 3 * d, ptr(A.a1.buf), d, 3 * d, d, R, 0, 1)
+      k.matmulAx(ptr(dA), d, ptr(dQkv), 3 * d, 1, ptr(P, w.wqkv), d, R, d, 3 * d, 0, 0)
+      k.rmsNormRowsBackward(ptr(dH), ptr(dA), ptr(A.hIn.buf), ptr(A.inv1.buf), ptr(P, w.ln1), ptr(G, w.ln1), R, d, 0)
+    }
+
+    // 3. Embeddings.
+    k.embedBackward(ptr(G, L.tokEmb), ptr(G, L.posEmb), ptr(dH), ptr(this.rowToken.buf), ptr(rowPos), R, d)
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The local engine's policy: a small decoder-only transformer over the byte-level vocabulary, trained
- * from a seeded random initialisation, written for speed on a CPU in plain typed-array loops.
+ * from a seeded random initialisation, written for speed on a CPU (WebAssembly SIMD kernels).
  *
  * ## Architecture (default configuration)
  * - token embedding (261 x 48) + learned position embedding (512 x 48);
@@ -32,20 +32,24 @@
  *   eight rollouts costs one prompt plus eight completions. Each row attends to its ancestors in the tree.
  *   Activations live in preallocated buffers that grow with the largest batch seen; the hot loops allocate
  *   nothing.
- * - Every matrix product is one kernel (`C = A B^T`, 4 x 4 register blocks); the backward pass transposes
- *   operands into scratch so that it uses the same kernel. Each output element is summed in the same order
- *   whatever the batch, so a token's logprob is bit-identical whether it is decoded, scored alone, or
- *   trained in a batch of other sequences.
+ * - The kernels are WebAssembly with 128-bit SIMD (`Wasm.ts`, from `wasm/kernels.as`), over buffers in their
+ *   memory: products `C = A B^T` vectorised over the inner index (the forward pass) and `C = A B` or `A^T B`
+ *   vectorised over the output (the backward pass, with no transposes), attention, RMSNorm, GELU, log-softmax
+ *   and Adam. Sums are float32, each output element summed in an order fixed by the shapes alone, so a token's
+ *   logprob is bit-identical whether it is decoded, scored alone, or trained in a batch of other sequences.
+ *   A float64 policy (the gradient check) and one made with `kernels: "js"` run the JavaScript loops of
+ *   `Kernels.ts` (double sums), which the WebAssembly kernels are tested against.
  *
  * @since 0.1.0
  */
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { Rng } from "../Random.js"
-import { DecodeScratch, forwardRows, headRows, rowCost } from "./DecodeRows.js"
+import { DecodeScratch, forwardRows, headRows, outOfMemory, rowCost } from "./DecodeRows.js"
 import { decodeThread, isShared, sharedFloat32, type ThreadPolicy } from "./DecodeThread.js"
 import { type FloatArray, Grow, GrowInt } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
+import { type Heap, heap } from "./Wasm.js"
 
 /**
  * The chunks a batched decoding step is cut into when it is shared with the decoding thread: enough that a thread
@@ -80,6 +84,11 @@ export interface PolicyOptions {
   readonly seed?: number | undefined
   /** Hold parameters and activations in float64 (for the gradient check); default false. */
   readonly float64?: boolean | undefined
+  /**
+   * The kernels of a float32 policy: `"wasm"` (the default: WebAssembly SIMD, see `Wasm.ts`) or `"js"` (the
+   * JavaScript reference loops of `Kernels.ts`, for comparison). A float64 policy always runs the JavaScript ones.
+   */
+  readonly kernels?: "wasm" | "js" | undefined
 }
 
 /** The policy: a small causal transformer, decodable step by step and trainable on batches of sequences. */
@@ -96,6 +105,8 @@ export class Policy implements LanguageModel<PolicyState> {
   readonly grads: FloatArray
   /** Whether the buffers are float64. */
   readonly float64: boolean
+  /** The kernels' memory when the policy runs the WebAssembly kernels (its parameters live there), else undefined. */
+  readonly heap: Heap | undefined
 
   private readonly layout: Layout
   private readonly make: (n: number) => FloatArray
@@ -127,29 +138,51 @@ export class Policy implements LanguageModel<PolicyState> {
     this.contextLength = config.contextLength
     this.float64 = float64
     this.layout = layoutOf(config)
-    this.make = float64 ? (n) => new Float64Array(n) : (n) => new Float32Array(n)
+    const W = heap()
+    this.heap = !float64 && W?.has(params) ? W : undefined
+    const H = this.heap
+    this.make =
+      H !== undefined
+        ? (n) => H.f32(n) ?? outOfMemory()
+        : float64
+          ? (n) => new Float64Array(n)
+          : (n) => new Float32Array(n)
     if (params.length !== this.layout.size) throw new RangeError("policy: parameter buffer has the wrong size")
     this.params = params
     this.grads = this.make(this.layout.size)
     this.shared = !float64 && isShared(params)
-    this.makeState = this.shared ? sharedFloat32 : this.make
-    this.scratch = new DecodeScratch(config, this.make)
-    this.logitsOut = new Float32Array(config.vocabSize)
+    this.makeState = H !== undefined ? (n) => H.f32(n) ?? sharedFloat32(n) : this.shared ? sharedFloat32 : this.make
+    this.scratch = new DecodeScratch(config, this.make, H)
+    this.logitsOut = H !== undefined ? (H.f32(config.vocabSize) ?? outOfMemory()) : new Float32Array(config.vocabSize)
     this.logits64 = new Grow(this.make)
-    this.batch = new PackedBatch(config, this.layout, params, this.grads, this.make, (n) => this.checkLength(n))
+    const ints = H !== undefined ? (n: number) => H.i32(n) ?? outOfMemory() : undefined
+    this.batch = new PackedBatch(
+      config,
+      this.layout,
+      params,
+      this.grads,
+      this.make,
+      (n) => this.checkLength(n),
+      H,
+      ints
+    )
   }
 
   /** A freshly initialised policy (seeded; the same seed gives the same bits). */
   static create(config: PolicyConfig = DEFAULT_POLICY_CONFIG, options: PolicyOptions = {}): Policy {
     const float64 = options.float64 ?? false
     const layout = layoutOf(config)
-    const params = float64 ? new Float64Array(layout.size) : sharedFloat32(layout.size)
+    const inHeap = !float64 && options.kernels !== "js" ? heap()?.f32(layout.size) : undefined
+    const params = float64 ? new Float64Array(layout.size) : (inHeap ?? sharedFloat32(layout.size))
     const policy = new Policy(config, float64, params)
     policy.initialise(options.seed ?? 0)
     return policy
   }
 
-  /** A policy over existing parameters (taken, not copied). */
+  /**
+   * A policy over existing parameters (taken, not copied): it runs the WebAssembly kernels when they are a view of
+   * the kernels' memory (as `Checkpoint.loadCheckpoint` makes them), the JavaScript ones otherwise.
+   */
   static fromParameters(config: PolicyConfig, params: FloatArray): Policy {
     return new Policy(config, params instanceof Float64Array, params)
   }

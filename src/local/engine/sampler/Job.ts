@@ -24,7 +24,7 @@ import type {
 } from "../../../api/ChatCompletion.js"
 import type { DecodeState, LanguageModel } from "../LanguageModel.js"
 import { type ExtendableModel, type PromptStates, type PromptWork, promptWork } from "../PrefixCache.js"
-import { sharedFloat32 } from "../policy/DecodeThread.js"
+import { engineFloat32 } from "../policy/Wasm.js"
 import { tokenString } from "../Tokenizer.js"
 import { newCallId, parseToolCalls, ToolCallStream } from "../ToolCallText.js"
 import { ChoiceRun, clampLogprob, logSumExp, topIds, Workspace } from "./ChoiceRun.js"
@@ -378,8 +378,9 @@ export const stepJobs = <S extends DecodeState>(
     for (const run of job.runs) if (!run.finished) sampling.push(run.state)
   }
   const V = model.vocabSize
-  // In shared memory, so that the decoding thread can write some of the rows (see `policy/DecodeThread.ts`).
-  if (logitsBuffer.length < sampling.length * V) logitsBuffer = sharedFloat32(sampling.length * V * 2)
+  // In the kernels' memory, where the head writes them, shared so that the decoding thread can write some of the
+  // rows (see `policy/DecodeThread.ts`).
+  if (logitsBuffer.length < sampling.length * V) logitsBuffer = engineFloat32(sampling.length * V * 2)
   const logits = logitsBuffer
   if (sampling.length > 0) model.logitsMany(sampling, logits, sampling.length)
   let row = 0
