@@ -6,9 +6,12 @@
  * attention; a training step is 3x the forward pass). Times are the best of several runs. Then completions on
  * the decoding scheduler, as the server runs them: tokens/s of one alone and of 64 at once, batched (the default:
  * steps shared with the decoding thread when there are two cores), batched on one thread, and with batching off,
- * side by side. Run:
+ * side by side. Between the two: the WebAssembly kernels (the default) against the JavaScript loops they replaced
+ * (`kernels: "js"`), same workloads in alternating rounds, GFLOP/s min / median / max of each, beside numpy's
+ * float32 product on one core (`OPENBLAS_NUM_THREADS=1`) at the engine's shapes and row counts. Run:
  * `npx tsx bench/engine.ts`.
  */
+import { spawnSync } from "node:child_process"
 import { loadavg } from "node:os"
 import * as Effect from "effect/Effect"
 import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
@@ -85,24 +88,28 @@ const sampleFrom = (logits: Float32Array, off: number): number => {
 }
 const decodeFlops = forwardFlopsPerToken(config, 48) // mean context of the sampled tokens
 const GEN = 32
-const sequentialMs = time(() => {
-  const state = policy.prefill(prompt)
-  for (let i = 0; i < GEN; i++) policy.advance(state, sampleFrom(policy.logits(state), 0))
-}, 7)
+const LANES = 32
+const sequentialOf = (p: Policy) => () => {
+  const state = p.prefill(prompt)
+  for (let i = 0; i < GEN; i++) p.advance(state, sampleFrom(p.logits(state), 0))
+}
+const lockstepOf = (p: Policy) => {
+  const out = p.heap?.f32(LANES * V) ?? new Float32Array(LANES * V)
+  const picks = new Int32Array(LANES)
+  return () => {
+    const root = p.prefill(prompt)
+    const states = Array.from({ length: LANES }, () => p.fork(root))
+    for (let i = 0; i < GEN; i++) {
+      p.logitsMany(states, out)
+      for (let b = 0; b < LANES; b++) picks[b] = sampleFrom(out, b * V)
+      p.advanceMany(states, picks)
+    }
+  }
+}
+const sequentialMs = time(sequentialOf(policy), 7)
 const seqTps = GEN / (sequentialMs / 1000)
 add("sampled tokens/s, 1 sequence", seqTps.toFixed(0), "tokens/s", seqTps * decodeFlops)
-const LANES = 32
-const logits = new Float32Array(LANES * V)
-const picks = new Int32Array(LANES)
-const batchedMs = time(() => {
-  const root = policy.prefill(prompt)
-  const states = Array.from({ length: LANES }, () => policy.fork(root))
-  for (let i = 0; i < GEN; i++) {
-    policy.logitsMany(states, logits)
-    for (let b = 0; b < LANES; b++) picks[b] = sampleFrom(logits, b * V)
-    policy.advanceMany(states, picks)
-  }
-}, 5)
+const batchedMs = time(lockstepOf(policy), 5)
 const batTps = (LANES * GEN) / (batchedMs / 1000)
 add(`sampled tokens/s, ${LANES} sequences in lockstep`, batTps.toFixed(0), "tokens/s", batTps * decodeFlops)
 
@@ -215,6 +222,83 @@ console.log(
 console.log(line(table[0]!))
 console.log(widths.map((w) => "-".repeat(w)).join("  "))
 for (const r of table.slice(1)) console.log(line(r))
+
+// --- WebAssembly kernels against the JavaScript ones, and against numpy/OpenBLAS on one core -------------------
+// The same three workloads on a policy running the WebAssembly kernels (the default) and one running the
+// JavaScript loops they replaced (`kernels: "js"`), same seed, in alternating rounds so that load on the shared
+// machine falls on both alike: GFLOP/s of each round, min / median / max, and the ratio of the medians.
+const ROUNDS = 5
+const jsPolicy = Policy.create(config, { seed: 1, kernels: "js" })
+const trainOf = (p: Policy) => () => {
+  p.forwardBatch(shared.ids, shared.mask)
+  p.zeroGrads()
+  p.backwardBatch(shared.mask.map((m) => Float64Array.from(m, (x) => x * 1e-3)))
+}
+const workloads = [
+  { name: "decoding, 1 sequence", flops: GEN * decodeFlops, of: sequentialOf, runs: 5 },
+  { name: `decoding, ${LANES} in lockstep`, flops: LANES * GEN * decodeFlops, of: lockstepOf, runs: 3 },
+  { name: `training (forward+backward, ${sharedCost.rows} rows)`, flops: sharedCost.flops, of: trainOf, runs: 3 }
+]
+const rates = workloads.map(() => ({ wasm: [] as Array<number>, js: [] as Array<number> }))
+for (let round = 0; round < ROUNDS; round++) {
+  workloads.forEach((w, i) => {
+    rates[i]!.wasm.push(w.flops / (time(w.of(policy), w.runs, 1) / 1000) / 1e9)
+    rates[i]!.js.push(w.flops / (time(w.of(jsPolicy), w.runs, 1) / 1000) / 1e9)
+  })
+}
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const spread = (xs: ReadonlyArray<number>) =>
+  `${Math.min(...xs).toFixed(2)} / ${median(xs).toFixed(2)} / ${Math.max(...xs).toFixed(2)}`
+
+// numpy's float32 product on one core at the engine's shapes (each block's four products and the head, as
+// `A B^T` with the engine's row counts): what one core of this machine does, the ceiling to quote.
+const numpyScript = `
+import json, sys, time
+import numpy as np
+d, F, V, layers = ${d}, ${config.dFf}, ${V}, ${config.nLayers}
+shapes = [(3 * d, d), (d, d), (F, d), (d, F)] * layers + [(V, d)]
+out = {}
+rng = np.random.default_rng(0)
+for rows in json.loads(sys.argv[1]):
+    mats = [(rng.standard_normal((rows, k), dtype=np.float32), rng.standard_normal((n, k), dtype=np.float32)) for n, k in shapes]
+    flops = sum(2 * rows * n * k for n, k in shapes)
+    best = []
+    for r in range(7):
+        reps = max(1, int(2e7 // flops))
+        t = time.perf_counter()
+        for _ in range(reps):
+            for a, b in mats:
+                a @ b.T
+        best.append(flops * reps / (time.perf_counter() - t) / 1e9)
+    best.sort()
+    out[rows] = [best[0], best[3], best[-1]]
+print(json.dumps(out))
+`
+const numpyRows = [1, LANES, Math.round(sharedCost.rows)]
+const numpyEnv: Record<string, string | undefined> = { ...process.env, OPENBLAS_NUM_THREADS: "1" }
+delete numpyEnv.OPENBLAS_CORETYPE
+delete numpyEnv.OPENBLAS_L2_SIZE
+const numpy = spawnSync("python3", ["-c", numpyScript, JSON.stringify(numpyRows)], { env: numpyEnv, encoding: "utf8" })
+const numpyRates: Record<string, [number, number, number]> | undefined =
+  numpy.status === 0 ? JSON.parse(numpy.stdout) : undefined
+console.log("")
+console.log(
+  `WebAssembly SIMD kernels against the JavaScript ones (same process, ${ROUNDS} alternating rounds, each the best of a few runs; ` +
+    `GFLOP/s min / median / max; load average ${loadavg()[0]!.toFixed(2)}: on a shared machine the figures are noisy):`
+)
+workloads.forEach((w, i) => {
+  const r = rates[i]!
+  const rows = [1, LANES, Math.round(sharedCost.rows)][i]!
+  const np = numpyRates?.[String(rows)]
+  console.log(
+    `  ${w.name.padEnd(44)} wasm ${spread(r.wasm).padStart(20)}   js ${spread(r.js).padStart(18)}   ` +
+      `wasm/js ${(median(r.wasm) / median(r.js)).toFixed(1)}x   ` +
+      (np === undefined
+        ? "numpy: not run"
+        : `numpy 1 core, ${rows} rows: ${np.map((x) => x.toFixed(1)).join(" / ")} (wasm median ${((100 * median(r.wasm)) / np[1]).toFixed(0)}%)`)
+  )
+})
+if (numpyRates === undefined) console.log(`  (numpy not available: ${numpy.error?.message ?? numpy.stderr.trim()})`)
 
 // --- Completions on the decoding scheduler: one alone, and 64 at once, batched and not --------------------
 // What the server does with chat completions in flight (`runRounds` on the process's decoding scheduler). With

@@ -328,7 +328,10 @@ export const pretrain = (
   onStep: (report: StepReport, policy: Policy) => void = () => {},
   stopAfter: number = options.steps
 ): Policy => {
-  const policy = Policy.create(options.config, { seed: options.seed })
+  // The JavaScript kernels (double sums), which the shipped base was trained with, so that the shipped run stays
+  // reproducible bit for bit; the WebAssembly kernels (float32 sums) pretrain about 5x faster but give other bits:
+  // moving to them means shipping a base re-pretrained on them (issue 37).
+  const policy = Policy.create(options.config, { seed: options.seed, kernels: "js" })
   inductionStart(policy, options.seed)
   const adam = makeAdamState(policy.parameterCount)
   const corpus = new Corpus(options.seed)
