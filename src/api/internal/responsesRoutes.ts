@@ -26,7 +26,6 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import { type ChatCompletion, type ChatCompletionChunk, ChatCompletionRequest } from "../ChatCompletion.js"
 import { type Response, ResponseCreateRequest } from "../Responses.js"
@@ -49,6 +48,7 @@ import {
   storedInputItemsOf
 } from "../ResponsesChat.js"
 import { follow } from "./responseChain.js"
+import { started } from "./started.js"
 
 /** An error in the OpenAI shape, before a server writes it in its own body. */
 export interface OpenAiError {
@@ -238,20 +238,16 @@ export const createResponse = <E>(
       return HttpServerResponse.unsafeJson(response)
     }
     // The first chunk before the answer: a completion refused before it samples keeps its status.
-    const peeled = yield* Effect.exit(Stream.peel(completion.stream, Sink.head()))
-    if (Exit.isFailure(peeled)) {
-      const error = failureOf(peeled.cause)
-      return error === undefined ? yield* Effect.failCause(peeled.cause) : refuse(error)
+    const chunks = yield* started(completion.stream)
+    if (Exit.isFailure(chunks)) {
+      const error = failureOf(chunks.cause)
+      return error === undefined ? yield* Effect.failCause(chunks.cause) : refuse(error)
     }
-    const [first, rest] = peeled.value
+    const first = chunks.value.first
     const meta = metaOf(completion.model ?? Option.match(first, { onNone: () => "", onSome: (chunk) => chunk.model }))
     const events = new ResponseEvents(request, meta)
-    const chunks = Option.match(first, {
-      onNone: () => rest,
-      onSome: (chunk) => Stream.concat(Stream.make(chunk), rest)
-    })
     const body_ = Stream.fromIterable(events.start()).pipe(
-      Stream.concat(Stream.mapConcat(chunks, (chunk) => events.push(chunk))),
+      Stream.concat(Stream.mapConcat(chunks.value.stream, (chunk) => events.push(chunk))),
       Stream.concat(
         Stream.suspend(() => {
           // The last event carries the whole response, as `responseOf` makes it of the joined chunks.

@@ -45,12 +45,12 @@ import * as Predicate from "effect/Predicate"
 import type * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatCompletion.js"
 import { listModels } from "../../api/InferenceApi.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
 import * as ResponsesRoutes from "../../api/internal/responsesRoutes.js"
+import { AHEAD, started } from "../../api/internal/started.js"
 import { ResponseCreateRequest } from "../../api/Responses.js"
 import { ResponsesGroup } from "../../api/ResponsesApi.js"
 import { firstField, type StoredResponse } from "../../api/ResponsesChat.js"
@@ -264,15 +264,17 @@ const runtimeFor = (surface: Surface, body: unknown): Runtime.Runtime<Rollout.Cu
   return surface.fixed.get(body.model) ?? surface.runtime
 }
 
-/** A stream whose every pull runs in `runtime` (its context and fiber refs), in the puller's fiber. */
+/** A stream run in `runtime` (its context and fiber refs), in a fiber of the reader's scope. */
 const streamIn = <A, E>(
   runtime: Runtime.Runtime<Rollout.Current>,
   stream: Stream.Stream<A, E, Rollout.Current>
 ): Stream.Stream<A, E> =>
   Stream.unwrapScoped(
     Effect.flatMap(Effect.scope, (scope) =>
-      Effect.map(Effect.provide(Effect.provideService(Stream.toPull(stream), Scope.Scope, scope), runtime), (pull) =>
-        Stream.repeatEffectChunkOption(Effect.provide(pull, runtime))
+      Effect.map(
+        // The stream runs in one fiber forked in the rollout's runtime; the reader takes from its queue.
+        Effect.provide(Effect.provideService(Stream.toQueue(stream, { capacity: AHEAD }), Scope.Scope, scope), runtime),
+        (queue) => Stream.flattenTake(Stream.fromQueue(queue))
       )
     )
   )
@@ -306,11 +308,9 @@ const chatCompletion = (surface: Surface, body: unknown) =>
     const usage = stream_options?.include_usage === true
     const chunks = streamIn(runtime, Rollout.chatStream(request))
     // The first chunk before the answer: a completion refused before it samples keeps its status.
-    const peeled = yield* Effect.exit(Stream.peel(chunks, Sink.head()))
-    if (Exit.isFailure(peeled)) return yield* failedResponse(peeled.cause)
-    const [first, rest] = peeled.value
-    const all = Option.match(first, { onNone: () => rest, onSome: (chunk) => Stream.concat(Stream.make(chunk), rest) })
-    const events = all.pipe(
+    const all = yield* started(chunks)
+    if (Exit.isFailure(all)) return yield* failedResponse(all.cause)
+    const events = all.value.stream.pipe(
       Stream.filter((chunk: ChatCompletionChunk) => usage || chunk.choices.length > 0),
       Stream.map((chunk) => sse(JSON.stringify(chunk))),
       Stream.catchAllCause((cause) => {
@@ -411,7 +411,7 @@ const ResponsesLive = HttpApiBuilder.group(RolloutApi, "responses", (handlers) =
     )
 )
 
-const started = Math.floor(Date.now() / 1000)
+const listedSince = Math.floor(Date.now() / 1000)
 
 /** The handlers of the models group: the rollout's policy, and its fixed policies, as the models. */
 const ModelsLive = HttpApiBuilder.group(RolloutApi, "models", (handlers) =>
@@ -422,7 +422,7 @@ const ModelsLive = HttpApiBuilder.group(RolloutApi, "models", (handlers) =>
         data: [surface.policyName, ...surface.fixed.keys()].map((id) => ({
           id,
           object: "model",
-          created: started,
+          created: listedSince,
           owned_by: "effect-rl"
         }))
       })
