@@ -28,7 +28,7 @@ const modelId = ModelId.make(FakeService.ids.model)
 const jobId = TrainingJobId.make(FakeService.ids.job)
 const jobPath = `/v1/preview/training-jobs/${FakeService.ids.job}`
 const jobRoute = "/v1/preview/training-jobs/:id"
-const jobOk = (r: FakeService.Received): FakeService.Reply => ({ json: { id: r.path.split("/")[4] } })
+const jobOk = (r: FakeService.Received): FakeService.Reply => ({ json: FakeService.jobRecord(r.path.split("/")[4]!) })
 
 /** A short pause in real time: the network IO of the forked call goes on while the test clock stands still. */
 const tick = TestServices.provideLive(Effect.sleep("2 millis"))
@@ -416,7 +416,7 @@ const writes: ReadonlyArray<{
   {
     name: "createTrainingJob",
     path: "/v1/preview/training-jobs",
-    ok: () => ({ json: { id: FakeService.ids.job } }),
+    ok: () => ({ json: FakeService.jobRecord(FakeService.ids.job) }),
     call: (client, options) => client.createTrainingJob({ model_id: modelId, trajectory_groups: [] }, options)
   },
   {
@@ -428,7 +428,7 @@ const writes: ReadonlyArray<{
   {
     name: "createSftTrainingJob",
     path: "/v1/preview/sft-training-jobs",
-    ok: () => ({ json: { id: FakeService.ids.job } }),
+    ok: () => ({ json: FakeService.jobRecord(FakeService.ids.job) }),
     call: (client, options) =>
       client.createSftTrainingJob({ model_id: modelId, training_data_url: "file:///tmp/data.jsonl" }, options)
   },
