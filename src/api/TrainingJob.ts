@@ -122,13 +122,16 @@ export const SftTrainingConfig = Schema.Struct({
 /** @see {@link SftTrainingConfig} */
 export type SftTrainingConfig = typeof SftTrainingConfig.Type
 
+/** An object (a dictionary): what a value that is not one fails against, as any object schema's would. */
+const OBJECT = Schema.Struct({}).ast
+
 /** An empty object, or an `Unexpected` issue at each of its keys (what `onExcessProperty: "error"` reports). */
 const noKey = (
   u: unknown,
   _: ParseOptions,
   ast: AST.Declaration
 ): Effect.Effect<{ readonly [key: string]: never }, ParseResult.ParseIssue> => {
-  if (typeof u !== "object" || u === null || Array.isArray(u)) return ParseResult.fail(new ParseResult.Type(ast, u))
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return ParseResult.fail(new ParseResult.Type(OBJECT, u))
   const at = (key: string) =>
     new ParseResult.Pointer(key, u, new ParseResult.Unexpected((u as Record<string, unknown>)[key], "takes no key"))
   const [first, ...rest] = Object.keys(u)
