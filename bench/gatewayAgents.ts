@@ -9,7 +9,8 @@
  *    for every request, and for the steady state (each agent's third request on): the first two of a burst of
  *    256 agents starting together wait on the load generator's own client (`fetch`'s connection pool), as much
  *    against the plain server as through the gateway.
- * 2. **Time to first token, streamed.** The embedded backend (in this process) samples 256 tokens; the policy's
+ * 2. **Time to first token, streamed.** The embedded backend (`effect-rl serve`, in a process of its own, as the
+ *    hosted service is: its decoding does not share this event loop with the relay) samples 256 tokens; the policy's
  *    own streamed request (the `openai` SDK straight at the backend) against a rollout's agent streaming the same
  *    request through the gateway (the same SDK, in this process): the time to the first content chunk, and how
  *    the chunks spread over the completion (goal: within 1.2x of the policy's own, chunks spread).
@@ -17,9 +18,11 @@
  * Run: `npm run bench:gateway-agents [-- --workers 4 --requests 10 --rounds 3 --ttft 20]`.
  */
 import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import { loadavg } from "node:os"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -27,11 +30,11 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import OpenAI from "openai"
 import * as Backend from "../src/Backend.js"
-import * as LocalBackend from "../src/LocalBackend.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as Rollout from "../src/workflow/Rollout.js"
 import * as RolloutGateway from "../src/workflow/RolloutGateway.js"
 import { BODY, COMPLETION, instant, quantile } from "./gateway/instant.js"
+import { startServer, stopServer } from "./serverProcess.js"
 
 const flag = (name: string, fallback: number) => {
   const at = process.argv.indexOf(`--${name}`)
@@ -157,10 +160,35 @@ const timing = async (start: number, chunks: AsyncIterable<{ readonly content: b
   return { first: arrivals[0] ?? Number.NaN, last: arrivals.at(-1) ?? Number.NaN, count: arrivals.length }
 }
 
+/** The embedded backend in a process of its own, for the life of the scope: its URL and key. */
+const backendProcess = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const dir = mkdtempSync(join(tmpdir(), "effect-rl-bench-ttft-"))
+    const key = `bench-${crypto.randomUUID()}`
+    return { dir, key, server: await startServer(dir, key) }
+  }),
+  ({ dir, server }) =>
+    Effect.promise(async () => {
+      await stopServer(server.child)
+      rmSync(dir, { recursive: true, force: true })
+    })
+)
+
 const ttft = Effect.gen(function* () {
-  const policy = yield* Policy.trainable({ project: "bench", name: "ttft", base_model: "effect-rl/base-2k" })
-  const backend = yield* LocalBackend.LocalBackend
-  const direct = new OpenAI({ baseURL: `${backend.url}/v1`, apiKey: Redacted.value(backend.apiKey) })
+  const { key, server } = yield* backendProcess
+  // Built in the bench's scope: the policy's client lives as long as the runs.
+  const clients = yield* Layer.build(
+    Backend.hosted({
+      training: { baseUrl: server.url, apiKey: Redacted.make(key) },
+      inference: { baseUrl: server.url, apiKey: Redacted.make(key) },
+      trace: { baseUrl: server.url, apiKey: Redacted.make(key) }
+    })
+  )
+  const policy = yield* Effect.provide(
+    Policy.trainable({ project: "bench", name: "ttft", base_model: "effect-rl/base-2k" }),
+    clients
+  )
+  const direct = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key })
   /** The time to the first content chunk of an SDK's streamed completion, and the chunks' spread. */
   const streamed = async (openai: OpenAI, model: string) => {
     const start = performance.now()
@@ -228,9 +256,9 @@ const ttft = Effect.gen(function* () {
 
 const program = Effect.gen(function* () {
   console.log(`rollout gateway, agents in processes (node ${process.version}, load ${loadavg()[0]!.toFixed(2)})`)
-  yield* scale
+  if (!process.argv.includes("--ttft-only")) yield* scale
   yield* ttft
-}).pipe(Effect.scoped, Effect.provide(Layer.merge(RolloutGateway.layer(), Backend.local())))
+}).pipe(Effect.scoped, Effect.provide(RolloutGateway.layer()))
 
 Effect.runPromise(program).catch((error) => {
   console.error(error)
