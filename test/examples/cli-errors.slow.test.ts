@@ -3,14 +3,12 @@
  * stack trace, exit code 2 for a refused invocation (and nothing written before it) and 1 for a failure;
  * `--help` on every subcommand. Each case is a real `effect-rl` process (`test/support/cli.ts`).
  */
-import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cliArgs } from "../support/cli.js"
+import { runCli } from "../support/cli.js"
 
-const root = join(import.meta.dirname, "..", "..")
 const dirs: Array<string> = []
 const tempDir = () => {
   const dir = mkdtempSync(join(tmpdir(), "effect-rl-cli-errors-"))
@@ -28,29 +26,15 @@ interface Outcome {
 }
 
 /** Runs `effect-rl <args>` with `env` over an environment without the service's settings. */
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  new Promise<Outcome>((resolve) => {
-    const {
-      WANDB_API_KEY: _key,
-      EFFECT_RL_TRAINING_URL: _training,
-      EFFECT_RL_INFERENCE_URL: _inference,
-      ...inherited
-    } = process.env
-    const child = spawn(process.execPath, cliArgs(...args), {
-      cwd: root,
-      env: { ...inherited, HOME: tempDir(), ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
-    })
-    child.once("exit", (code) => resolve({ code, stdout, stderr }))
-  })
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Outcome> => {
+  const {
+    WANDB_API_KEY: _key,
+    EFFECT_RL_TRAINING_URL: _training,
+    EFFECT_RL_INFERENCE_URL: _inference,
+    ...inherited
+  } = process.env
+  return runCli(args, { ...inherited, HOME: tempDir(), ...env })
+}
 
 const noStack = (text: string) => !/\n\s+at |Error:/.test(text)
 

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cliArgs, cliShell } from "../support/cli.js"
+import { cliShell, runCli } from "../support/cli.js"
 
 const root = join(import.meta.dirname, "..", "..")
 const dirs: Array<string> = []
@@ -45,23 +45,8 @@ const baseEnv = () => {
 }
 
 /** Runs `effect-rl <args>` with `env`, stdout and stderr piped. */
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
-  new Promise<Outcome>((resolve) => {
-    const child = spawn(process.execPath, cliArgs(...args), {
-      cwd: root,
-      env: { ...baseEnv(), ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
-    })
-    child.once("exit", (code) => resolve({ code, stdout, stderr }))
-  })
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Outcome> =>
+  runCli(args, { ...baseEnv(), ...env })
 
 const ESCAPE = "\u001b"
 

@@ -8,29 +8,15 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { cliArgs } from "../support/cli.js"
+import { cliArgs, runCli } from "../support/cli.js"
 
 const root = new URL("../../", import.meta.url).pathname
 
-/** Runs the CLI to its end: exit code and output. */
-const cli = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
-    const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
-    const child = spawn(process.execPath, cliArgs(...args), {
-      cwd: root,
-      env: { ...inherited, ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.on("data", (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk
-    })
-    child.once("exit", (code) => resolve({ code, stdout, stderr }))
-  })
+/** Runs the CLI to its end over this environment without a key of its own. */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const { EFFECT_RL_API_KEY: _, ...inherited } = process.env
+  return runCli(args, { ...inherited, ...env })
+}
 
 describe("effect-rl health", () => {
   it("prints the URL it asked beside the health and system check; a wrong key names the URL too, never the key", async () => {
