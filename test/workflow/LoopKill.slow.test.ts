@@ -87,7 +87,8 @@ describe("a training loop killed while its job trains", () => {
     const line = (i: number) =>
       JSON.stringify({
         messages: [
-          { role: "user", content: `Colour ${i % 4}?` },
+          // Long enough a line that 1,200 of them outlast the loop's gather at the WebAssembly kernels' speed.
+          { role: "user", content: `Colour ${i % 4}? ${"Say which colour it is, in one word. ".repeat(3)}` },
           { role: "assistant", content: ["red", "green", "blue", "gold"][i % 4] }
         ]
       })
@@ -138,5 +139,5 @@ describe("a training loop killed while its job trains", () => {
     expect(jobs).toHaveLength(2)
     expect(jobs[0]?.id).toBe(record.jobId)
     expect(jobs.map((job) => job.status)).toEqual(["COMPLETED", "COMPLETED"])
-  }, 60_000)
+  }, 120_000)
 })
