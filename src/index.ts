@@ -52,6 +52,8 @@ export * as LocalBackend from "./LocalBackend.js"
 export * as ExternalAgent from "./workflow/ExternalAgent.js"
 /** Gathering groups of rollouts over scenarios, concurrently, with failures counted. */
 export * as Gather from "./workflow/Gather.js"
+/** Tools from MCP servers (stdio commands, Streamable HTTP endpoints) in a rollout's tool loop; the SDK loads when used. */
+export * as McpTools from "./workflow/McpTools.js"
 /** The client-side metrics of a set of trajectory groups. */
 export * as Metrics from "./workflow/Metrics.js"
 /** The model a rollout talks to: a base model, or a trainable one that follows its checkpoints. */

@@ -46,7 +46,7 @@ const backendParts =
 
 /** The optional peer dependencies: only the subpath modules made for them may load them. */
 const optionalPeers =
-  /\/node_modules\/(openai|@effect\/ai|@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg)\//
+  /\/node_modules\/(openai|@effect\/ai|@effect\/cluster|@effect\/rpc|@effect\/workflow|@effect\/sql-pg|pg|@modelcontextprotocol\/sdk)\//
 
 /** The cluster: only `RolloutCluster` (and what it loads) may load it. */
 const clusterParts =
@@ -68,7 +68,8 @@ const light = [
   "workflow/TrainingLoop",
   "workflow/Tracing",
   "workflow/Tools",
-  "workflow/RolloutAgent"
+  "workflow/RolloutAgent",
+  "workflow/McpTools"
 ]
 
 describe("imports", () => {

@@ -94,13 +94,13 @@ const tellGuard = (line: string) => {
 }
 
 /** A group started: the guard kills it if this process dies first. */
-const guarded = (pgid: number) => {
+export const guarded = (pgid: number) => {
   running.add(pgid)
   tellGuard(`+${pgid}`)
 }
 
 /** A group ended (and was killed): the guard forgets it. */
-const unguarded = (pgid: number) => {
+export const unguarded = (pgid: number) => {
   if (running.delete(pgid)) tellGuard(`-${pgid}`)
 }
 
