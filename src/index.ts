@@ -52,6 +52,8 @@ export * as LocalBackend from "./LocalBackend.js"
 export * as ExternalAgent from "./workflow/ExternalAgent.js"
 /** Gathering groups of rollouts over scenarios, concurrently, with failures counted. */
 export * as Gather from "./workflow/Gather.js"
+/** Training scenarios written from an MCP server's tools by a model, and the relative judge of their rollouts. */
+export * as McpScenarios from "./workflow/McpScenarios.js"
 /** Tools from MCP servers (stdio commands, Streamable HTTP endpoints) in a rollout's tool loop; the SDK loads when used. */
 export * as McpTools from "./workflow/McpTools.js"
 /** The client-side metrics of a set of trajectory groups. */
