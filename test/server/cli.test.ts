@@ -121,7 +121,9 @@ const sftJsonl = (count: number) =>
   Array.from({ length: count }, (_, i) =>
     JSON.stringify({
       messages: [
-        { role: "user", content: `Colour ${i % 4}?` },
+        // Long enough a line that the job runs on through the test at the WebAssembly kernels' speed (it is
+        // killed with its server, so its length costs nothing).
+        { role: "user", content: `Colour ${i % 4}? ${"Say which colour it is, in one word. ".repeat(8)}` },
         { role: "assistant", content: ["red", "blue", "green", "gold"][i % 4] }
       ]
     })
