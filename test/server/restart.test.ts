@@ -176,7 +176,9 @@ const sftFile = (dir: string, name: string, count: number) => {
   const lines = Array.from({ length: count }, (_, i) =>
     JSON.stringify({
       messages: [
-        { role: "user", content: `Colour ${i % 4}?` },
+        // Long enough a line that the long job is still training when it is killed, at the WebAssembly kernels'
+        // speed (a short job of a few lines stays short).
+        { role: "user", content: `Colour ${i % 4}? ${"Say which colour it is, in one word. ".repeat(8)}` },
         { role: "assistant", content: WORDS[i % 4] }
       ]
     })
