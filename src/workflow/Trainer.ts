@@ -224,6 +224,16 @@ const trainedOn = (group: TrajectoryGroup): TrajectoryGroup =>
       }
     : group
 
+/**
+ * Whether a group carries a training signal: two or more trajectories whose rewards, as they are trained on (a
+ * trajectory's {@link Reward.RELATIVE_REWARD} when it has one), differ. A group whose rewards are all equal
+ * has zero advantage everywhere: the trainer skips it.
+ */
+export const informative = (group: TrajectoryGroup): boolean => {
+  const rewards = trainedOn(group).trajectories.map((t) => t.reward)
+  return rewards.some((r) => r !== rewards[0])
+}
+
 /** What the groups' failed rollouts say, for an error: how many, and the first one's type and message. */
 const failuresOf = (groups: ReadonlyArray<TrajectoryGroup>): string => {
   const failures = groups.flatMap((group) => group.exceptions ?? [])

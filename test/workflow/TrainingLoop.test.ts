@@ -89,6 +89,64 @@ describe("TrainingLoop against the embedded backend", () => {
       })
     )
 
+    it.effect(
+      "informativeGroups: trains on the groups whose rewards differ, topping a step up to groupsPerStep of them",
+      () =>
+        Effect.gen(function* () {
+          // "flat" scenarios score every rollout 1 (no signal); "live" ones score rollout i by its parity.
+          const scenarios = ["flat-1", "flat-2", "flat-3", "flat-4", "live-1", "live-2"]
+          const byIndex = (scenario: string, index: number) => Effect.as(pick("a"), { scenario, index })
+          const parity = Reward.fromFunction<string, { readonly index: number }>(({ scenario, value }) =>
+            scenario.startsWith("flat") ? 1 : value.index % 2
+          )
+          const rolled = yield* Ref.make(0)
+          const run = (name: string, from: ReadonlyArray<string>) =>
+            Effect.gen(function* () {
+              const policy = yield* Policy.trainable({ project: "loop", name, base_model: TINY })
+              return yield* TrainingLoop.run({
+                policy,
+                scenarios: from,
+                rollout: (scenario, index) =>
+                  Effect.zipLeft(
+                    byIndex(scenario, index),
+                    Ref.update(rolled, (n) => n + 1)
+                  ),
+                reward: parity,
+                groupsPerStep: 2,
+                rolloutsPerGroup: 2,
+                steps: 2,
+                informativeGroups: { maxGroups: 8 },
+                state: false,
+                retention: false,
+                gather: { progress: false }
+              })
+            })
+          const mixed = yield* run("informative", scenarios)
+          for (const report of mixed.steps) {
+            const groups = report.groups!
+            expect(groups.gathered).toBeLessThanOrEqual(8)
+            expect(groups.informative >= 2 || groups.gathered === 8, JSON.stringify(groups)).toBe(true)
+            // Every group gathered is logged and counted; only the informative ones are trained on.
+            expect(report.train.num_groups_submitted).toBe(groups.gathered)
+            expect(report.train.num_groups_trainable).toBe(groups.informative)
+            expect(report.train.num_trajectories).toBe(2 * groups.gathered)
+            expect(report.training.num_groups).toBe(groups.informative)
+            expect(report.training.num_groups_skipped).toBe(0)
+            expect(groups.rounds > 0).toBe(groups.gathered > 2)
+          }
+          expect(mixed.steps.some((report) => report.groups!.gathered > 2)).toBe(true)
+          // No group informative: the step gathers up to maxGroups, then its job (no gradient step) still makes a checkpoint.
+          yield* Ref.set(rolled, 0)
+          const flat = yield* run("flat", scenarios.slice(0, 4))
+          expect(flat.steps.map((r) => [r.trainedStep, r.groups!.gathered, r.groups!.informative])).toEqual([
+            [1, 8, 0],
+            [2, 8, 0]
+          ])
+          expect(yield* Ref.get(rolled)).toBe(2 * 8 * 2)
+          expect(flat.steps.every((r) => r.training.num_groups === undefined)).toBe(true)
+        })
+    )
+
     it.scoped("keeps the latest checkpoint and the best by reward by default; removes finished steps' records", () =>
       Effect.gen(function* () {
         const policy = yield* Policy.trainable({ project: "loop", name: "retention", base_model: TINY })
