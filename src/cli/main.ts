@@ -19,6 +19,10 @@
  *   [--max-failures <n>] [--groups-per-step <n>] [--epochs <n>] [--cluster <url>]`:
  *   trains an agent that runs as its own process, unchanged (see `trainAgent.ts`), on the backend `train` uses;
  *   with `--cluster`, on that cluster's runners
+ * - `effect-rl train-mcp "<server command>" | --url <url> [--header "Name: value"]... --scenarios <file.jsonl>
+ *   [--generate <n> --writer <model>] [--judge <model>] [--reward <module>] [--per-rollout] [--max-turns <n>]
+ *   [--max-tokens <n>] [--call-timeout <s>]` and train-agent's flags (but `--cluster`): trains an agent on an MCP
+ *   server's tools (see `trainMcp.ts`), on the backend `train` uses
  * - `effect-rl runner --cluster <url> [--agents <module>] [--agent-command "<command>" [--reward <module>]
  *   [--timeout <s>]] [--host <h>] [--port <n>] [--listen-host <h>] [--capacity <n>]`: a runner of a rollout
  *   cluster (`RolloutCluster`), registering the agents of a module and/or the agent of `train-agent "<command>"`
@@ -443,6 +447,110 @@ const trainAgent = Command.make("train-agent", trainAgentTable.config, (flags) =
   )
 ).pipe(Command.withDescription(trainAgentTable.help.description))
 
+const trainMcpTable = table(
+  "train-mcp",
+  "train an agent on an MCP server's tools (a command over stdio, or --url): tasks from --scenarios, or written first with --generate",
+  {
+    command: Args.text({ name: "server command" }).pipe(
+      Args.optional,
+      describe("the MCP server's command line (run with sh -c in a process group of its own), quoted as one argument")
+    ),
+    url: text("url", "url").pipe(
+      Options.optional,
+      describe("the server's Streamable HTTP endpoint, instead of a command")
+    ),
+    headers: text("header", "Name: value").pipe(
+      Options.repeated,
+      describe("a header sent to --url with every request (repeatable; never shown in errors)")
+    ),
+    scenarios: text("scenarios", "file").pipe(
+      describe('a JSONL file of tasks, one a line: {"task": "...", "tools": [...]} (or a string)')
+    ),
+    generate: positive("generate", "n", "first write this many tasks from the server's tools into --scenarios"),
+    writer: text("writer", "model").pipe(
+      Options.optional,
+      describe(
+        "with --generate: the model that writes the tasks (a hosted instruction model; the embedded ones cannot)"
+      )
+    ),
+    judge: text("judge", "model").pipe(
+      Options.optional,
+      describe("without --reward: the judge model scoring each group together (default: the base model trained)")
+    ),
+    perRollout: Options.boolean("per-rollout").pipe(
+      describe("start a server for each rollout (for servers that keep state) rather than one for the run")
+    ),
+    maxTurns: positive("max-turns", "n", "model turns per rollout (default 6)"),
+    maxTokens: positive("max-tokens", "n", "the most tokens of one turn (default 256)"),
+    callTimeout: positive("call-timeout", "seconds", "how long one tool call may take (default 30)"),
+    steps: positive("steps", "n", "training steps (default 5)"),
+    epochs: positive("epochs", "n", "passes over the scenarios file, instead of --steps"),
+    groupsPerStep: positive("groups-per-step", "n", "tasks a step takes (default: the whole file, up to 16 lines)"),
+    groupSize: positive("group-size", "n", "rollouts per task and step (default 8)"),
+    baseModel: text("base-model", "name").pipe(
+      Options.optional,
+      describe(
+        "the base model to train (default: EFFECT_RL_BASE_MODEL, else effect-rl/base-2k on the embedded backend)"
+      )
+    ),
+    project: text("project", "name").pipe(
+      Options.optional,
+      describe("the project of the trained model (default agents)")
+    ),
+    model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
+    dataDir: Options.directory("data-dir").pipe(
+      Options.withPseudoName("dir"),
+      Options.optional,
+      describe("keep the embedded backend's data here (default: a temporary directory)")
+    ),
+    concurrency: positive("concurrency", "n", "rollouts running at once (default 16)"),
+    reward: Options.file("reward", { exists: "yes" }).pipe(
+      Options.withPseudoName("module"),
+      Options.optional,
+      describe(
+        "a module whose `reward` (or default) export scores {scenario, value, trajectory}, value the tool loop's outcome (default: the judge)"
+      )
+    ),
+    timeout: positive("timeout", "seconds", "how long one rollout may take (default: no limit)"),
+    maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
+      Options.optional,
+      describe("failed rollouts tolerated per step (default 0: the first failure stops the run)")
+    )
+  }
+)
+
+const trainMcp = Command.make("train-mcp", trainMcpTable.config, (flags) =>
+  Effect.flatMap(
+    Effect.promise(() => import("./trainMcp.js")),
+    (implementation) =>
+      implementation.trainMcp({
+        command: Option.getOrUndefined(flags.command),
+        url: Option.getOrUndefined(flags.url),
+        headers: flags.headers,
+        scenarios: flags.scenarios,
+        generate: Option.getOrUndefined(flags.generate),
+        writer: Option.getOrUndefined(flags.writer),
+        judge: Option.getOrUndefined(flags.judge),
+        perRollout: flags.perRollout,
+        maxTurns: Option.getOrUndefined(flags.maxTurns),
+        maxTokens: Option.getOrUndefined(flags.maxTokens),
+        callTimeout: Option.getOrUndefined(flags.callTimeout),
+        steps: Option.getOrUndefined(flags.steps),
+        epochs: Option.getOrUndefined(flags.epochs),
+        groupsPerStep: Option.getOrUndefined(flags.groupsPerStep),
+        groupSize: Option.getOrUndefined(flags.groupSize),
+        baseModel: Option.getOrUndefined(flags.baseModel),
+        project: Option.getOrUndefined(flags.project),
+        model: Option.getOrUndefined(flags.model),
+        dataDir: Option.getOrUndefined(flags.dataDir),
+        concurrency: Option.getOrUndefined(flags.concurrency),
+        reward: Option.getOrUndefined(flags.reward),
+        timeout: Option.getOrUndefined(flags.timeout),
+        maxFailures: Option.getOrUndefined(flags.maxFailures)
+      })
+  )
+).pipe(Command.withDescription(trainMcpTable.help.description))
+
 /** The commands' help pages, in the order `effect-rl --help` lists them. */
 const pages = [
   healthTable.help,
@@ -450,6 +558,7 @@ const pages = [
   baseModelsTable.help,
   trainTable.help,
   trainAgentTable.help,
+  trainMcpTable.help,
   serveTable.help,
   checkTable.help,
   backupTable.help,
@@ -470,7 +579,7 @@ const parsed = Console.consoleWith((console) => {
       `effect-rl ${version}: ${pages.map((page) => page.name).join(", ")}\nrun \`effect-rl <command> --help\` for one, \`effect-rl --help\` for all`
     )
   ).pipe(
-    Command.withSubcommands([health, models, baseModels, train, trainAgent, serve, check, backup, runner]),
+    Command.withSubcommands([health, models, baseModels, train, trainAgent, trainMcp, serve, check, backup, runner]),
     Command.transformHandler((handler) => Effect.withConsole(handler, console))
   )
   const quiet: Console.Console = { ...console, error: () => Effect.void }
