@@ -79,7 +79,7 @@ describe("effect-rl: refused invocations", () => {
       // A command that is not one.
       [
         ["trian"],
-        "effect-rl: unknown command 'trian'; did you mean train? the commands: health, models, base-models, train, train-agent, serve, check, backup, runner"
+        "effect-rl: unknown command 'trian'; did you mean train? the commands: health, models, base-models, train, train-agent, train-mcp, serve, check, backup, runner"
       ]
     ]
     const outcomes = await Promise.all(cases.map(([args]) => run(args)))
