@@ -10,10 +10,8 @@ import { hostname } from "node:os"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as Redacted from "effect/Redacted"
 import type * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
@@ -147,13 +145,28 @@ export const make = (options: ListenOptions) =>
           // The gateway's limit, when it has one, else what the rollout's policy's context can hold.
           const maxBodySize = surfaceOptions.maxBodySize ?? options.maxBodySize
           const surface = yield* surfaceOf({ ...surfaceOptions, maxBodySize }, fixed)
-          const done = Deferred.unsafeMake<void>(FiberId.none)
+          const stops = new Set<() => void>()
+          let over = false
           const id = randomBytes(12).toString("base64url")
           const key = yield* Effect.acquireRelease(
             Effect.sync(() => {
               entries.set(id, {
-                answer: serve(built, { ...surface, ended: Deferred.await(done), endedAnswer: ended }),
-                end: () => Deferred.unsafeDone(done, Exit.void)
+                answer: serve(built, {
+                  ...surface,
+                  ending: {
+                    ended: () => over,
+                    onEnd: (stop) => {
+                      stops.add(stop)
+                      return () => void stops.delete(stop)
+                    },
+                    answer: ended
+                  }
+                }),
+                end: () => {
+                  over = true
+                  for (const stop of [...stops]) stop()
+                  stops.clear()
+                }
               })
               return keys.issue(id)
             }),
