@@ -1,8 +1,8 @@
 /**
  * Bodies without a declared length (chunked uploads) under the size limit. The platform's own limit
  * (`MaxBodySize`) destroys the socket when it trips, so the client would see a reset instead of a 413. Such
- * a body is read here instead, counting bytes: over the limit, reading stops and the caller answers 413 and
- * closes the connection; within it, the request is handed on with the buffered body.
+ * a body is read here instead, counting bytes: over the limit, the rest is drained unread and the caller
+ * answers 413 at once; within it, the request is handed on with the buffered body.
  */
 import type { IncomingMessage } from "node:http"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -22,7 +22,9 @@ const read = (source: IncomingMessage, limit: number) =>
       size += chunk.length
       if (size <= limit) return void chunks.push(chunk)
       cleanup()
-      source.pause()
+      // Flowing with no reader: the rest is discarded as it arrives, so the 413 is read by the client (a socket
+      // closed on unread bytes is reset, and the client could fail on its write before it saw the answer).
+      source.resume()
       resume(Effect.succeed(undefined))
     }
     const onEnd = () => {

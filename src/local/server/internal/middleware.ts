@@ -117,7 +117,7 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
     if (!Number.isFinite(length) || length > limit) return tooLarge(pathname(request), limit)
     const next = yield* buffered(request, limit)
     if (next === undefined) {
-      return HttpServerResponse.setHeader(tooLarge(pathname(request), limit), "connection", "close")
+      return tooLarge(pathname(request), limit)
     }
     const maxBodySize = Option.some(options.maxBodySize)
     const admitted = yield* IncomingMessage.withMaxBodySize(
