@@ -56,6 +56,7 @@ import { ResponsesGroup } from "../../api/ResponsesApi.js"
 import { firstField, type StoredResponse } from "../../api/ResponsesChat.js"
 import { createChatCompletion } from "../../api/TrainingApi.js"
 import { ApiError } from "../../client/ApiError.js"
+import { isNodeBody, readNodeBody } from "../../internal/nodeBody.js"
 import type { Request as PolicyRequest } from "../Policy.js"
 import * as Rollout from "../Rollout.js"
 import { bodyLimit, DEFAULT_MAX_BODY_SIZE } from "./bodyLimit.js"
@@ -198,17 +199,6 @@ const readJson = (
       : Either.right(body)
   })
 
-/** A Node request's body, as the platform's Node server gives it (`request.source`). */
-interface NodeBody {
-  readonly on: (event: string, listener: (...args: Array<never>) => void) => unknown
-  readonly off: (event: string, listener: (...args: Array<never>) => void) => unknown
-  readonly resume: () => unknown
-  readonly readableEnded: boolean
-}
-
-const isNodeBody = (source: unknown): source is NodeBody =>
-  Predicate.hasProperty(source, "resume") && Predicate.hasProperty(source, "readableEnded")
-
 /**
  * A request's body, read to its end, or `undefined` as soon as it is larger than `limit` (what came is dropped).
  * A Node request past the limit is left to drain, its bytes discarded as they come, so the 413 goes out at once
@@ -234,36 +224,13 @@ const bounded = (
       (state) => (state.size > limit ? undefined : state.chunks)
     )
   }
-  if (source.readableEnded) return Effect.succeed([])
-  return Effect.async<ReadonlyArray<Uint8Array> | undefined, unknown>((resume) => {
-    const chunks: Array<Uint8Array> = []
-    let size = 0
-    const cleanup = () => {
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onError)
-    }
-    const onData = (chunk: Uint8Array) => {
-      size += chunk.length
-      if (size <= limit) return void chunks.push(chunk)
-      cleanup()
-      // Flowing with no reader: the rest is discarded as it arrives.
-      source.resume()
-      resume(Effect.succeed(undefined))
-    }
-    const onEnd = () => {
-      cleanup()
-      resume(Effect.succeed(chunks))
-    }
-    const onError = (error: unknown) => {
-      cleanup()
-      resume(Effect.fail(error))
-    }
-    source.on("data", onData)
-    source.on("end", onEnd)
-    source.on("error", onError)
-    return Effect.sync(cleanup)
-  })
+  return Effect.async<ReadonlyArray<Uint8Array> | undefined, unknown>((resume) =>
+    Effect.sync(
+      readNodeBody(source, limit, (result) =>
+        resume("error" in result ? Effect.fail(result.error) : Effect.succeed(result.chunks))
+      )
+    )
+  )
 }
 
 /** The runtime a body's `model` is answered in: a fixed policy's, or the rollout's. */

@@ -8,38 +8,20 @@ import type { IncomingMessage } from "node:http"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
+import { type NodeBody, readNodeBody } from "../../../internal/nodeBody.js"
 
 const read = (source: IncomingMessage, limit: number) =>
-  Effect.async<Uint8Array | undefined, unknown>((resume) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const cleanup = () => {
-      source.off("data", onData)
-      source.off("end", onEnd)
-      source.off("error", onError)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size <= limit) return void chunks.push(chunk)
-      cleanup()
-      // Flowing with no reader: the rest is discarded as it arrives, so the 413 is read by the client (a socket
-      // closed on unread bytes is reset, and the client could fail on its write before it saw the answer).
-      source.resume()
-      resume(Effect.succeed(undefined))
-    }
-    const onEnd = () => {
-      cleanup()
-      resume(Effect.succeed(Buffer.concat(chunks)))
-    }
-    const onError = (error: unknown) => {
-      cleanup()
-      resume(Effect.fail(error))
-    }
-    source.on("data", onData)
-    source.once("end", onEnd)
-    source.once("error", onError)
-    return Effect.sync(cleanup)
-  })
+  Effect.async<Uint8Array | undefined, unknown>((resume) =>
+    Effect.sync(
+      readNodeBody(source as unknown as NodeBody, limit, (result) =>
+        resume(
+          "error" in result
+            ? Effect.fail(result.error)
+            : Effect.succeed(result.chunks === undefined ? undefined : Buffer.concat(result.chunks))
+        )
+      )
+    )
+  )
 
 /**
  * The request with its undeclared-length body read into memory, or undefined when that body exceeds
