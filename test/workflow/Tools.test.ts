@@ -8,58 +8,14 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
-import type { ChatCompletion, ChatCompletionRequest, ResponseToolCall } from "../../src/api/ChatCompletion.js"
+import type { ResponseToolCall } from "../../src/api/ChatCompletion.js"
 import { isChoice } from "../../src/api/Trajectory.js"
 import * as Policy from "../../src/workflow/Policy.js"
 import * as Rollout from "../../src/workflow/Rollout.js"
 import * as Tools from "../../src/workflow/Tools.js"
 import * as Trainer from "../../src/workflow/Trainer.js"
+import { scripted } from "./scripted.js"
 import { WorkflowBackend } from "./support.js"
-
-type Turn = { readonly content?: string; readonly calls?: ReadonlyArray<readonly [string, string]> }
-
-/**
- * A policy that plays a script of turns (text, or calls as name and arguments), recording each request. A
- * scripted double: these tests are about what the loop does with calls, whatever a model would make.
- */
-const scripted = (turns: ReadonlyArray<Turn>) =>
-  Effect.gen(function* () {
-    const sent = yield* Ref.make<ReadonlyArray<ChatCompletionRequest>>([])
-    const policy = Policy.make({
-      name: "scripted",
-      complete: (request) =>
-        Effect.gen(function* () {
-          const all = yield* Ref.updateAndGet(sent, (xs) => [...xs, request])
-          const turn = turns[Math.min(all.length, turns.length) - 1]!
-          const calls: ReadonlyArray<ResponseToolCall> = (turn.calls ?? []).map(([name, args], i) => ({
-            id: `call_${all.length}_${i}`,
-            type: "function",
-            function: { name, arguments: args }
-          }))
-          return {
-            id: `chatcmpl-${all.length}`,
-            object: "chat.completion",
-            created: 0,
-            model: "scripted",
-            choices: [
-              {
-                index: 0,
-                message: {
-                  role: "assistant",
-                  content: turn.content ?? null,
-                  ...(calls.length > 0 ? { tool_calls: calls } : {})
-                },
-                finish_reason: calls.length > 0 ? "tool_calls" : "stop",
-                logprobs: { content: [{ token: "x", logprob: -0.5, bytes: [120], top_logprobs: [] }] },
-                token_ids: [120]
-              }
-            ],
-            usage: { prompt_tokens: 10, completion_tokens: 1, total_tokens: 11 }
-          } as unknown as ChatCompletion
-        })
-    })
-    return { policy, sent }
-  })
 
 const add = Tools.make("add", {
   description: "Adds two numbers",
