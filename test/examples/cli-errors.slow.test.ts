@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { runCli } from "../support/cli.js"
+import { type CliOutcome, runCli } from "../support/cli.js"
 
 const dirs: Array<string> = []
 const tempDir = () => {
@@ -19,11 +19,7 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-interface Outcome {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
+type Outcome = CliOutcome
 
 /** Runs `effect-rl <args>` with `env` over an environment without the service's settings. */
 const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Outcome> => {

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cliShell, runCli } from "../support/cli.js"
+import { type CliOutcome, cliShell, runCli } from "../support/cli.js"
 
 const root = join(import.meta.dirname, "..", "..")
 const dirs: Array<string> = []
@@ -25,11 +25,7 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
 })
 
-interface Outcome {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
+type Outcome = CliOutcome
 
 /** The environment without the service's settings or colour preferences, and a HOME of its own. */
 const baseEnv = () => {
