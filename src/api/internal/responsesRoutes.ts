@@ -48,7 +48,7 @@ import {
   storedInputItemsOf
 } from "../ResponsesChat.js"
 import { follow } from "./responseChain.js"
-import { started } from "./started.js"
+import type { Started } from "./started.js"
 
 /** An error in the OpenAI shape, before a server writes it in its own body. */
 export interface OpenAiError {
@@ -75,8 +75,8 @@ export interface Completion<E> {
   readonly model?: string | undefined
   /** The completion, whole. */
   readonly whole: Effect.Effect<ChatCompletion, E>
-  /** The completion's chunks as they are sampled. */
-  readonly stream: Stream.Stream<ChatCompletionChunk, E>
+  /** The completion's chunks as they are sampled, started (see `started.ts`): its first chunk come, or its failure. */
+  readonly start: Effect.Effect<Exit.Exit<Started<ChatCompletionChunk, E>, E>, never, Scope.Scope>
 }
 
 /** What a server gives the routes that read its stored responses. */
@@ -238,7 +238,7 @@ export const createResponse = <E>(
       return HttpServerResponse.unsafeJson(response)
     }
     // The first chunk before the answer: a completion refused before it samples keeps its status.
-    const chunks = yield* started(completion.stream)
+    const chunks = yield* completion.start
     if (Exit.isFailure(chunks)) {
       const error = failureOf(chunks.cause)
       return error === undefined ? yield* Effect.failCause(chunks.cause) : refuse(error)

@@ -28,9 +28,21 @@ export interface Started<A, E> {
  */
 export const started = <A, E>(
   stream: Stream.Stream<A, E>
+): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, Scope.Scope> => startedIn(stream, (run) => run)
+
+/**
+ * {@link started}, the stream's fiber forked by `fork`'s effect: to run it elsewhere than in the reader's fiber
+ * (e.g. `Effect.provide(_, runtime)`: in another runtime's context and fiber refs), which also provides what
+ * the stream needs. One queue between the stream and its reader, however it is run.
+ */
+export const startedIn = <A, E, R>(
+  stream: Stream.Stream<A, E, R>,
+  fork: (
+    run: Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope | R>
+  ) => Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope>
 ): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const queue = yield* Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD })
+    const queue = yield* fork(Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD }))
     const first = yield* Queue.take(queue)
     return Take.match(first, {
       onEnd: () => Exit.succeed({ first: Option.none(), stream: Stream.empty }),

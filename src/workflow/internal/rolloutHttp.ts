@@ -50,7 +50,7 @@ import { type ChatCompletionChunk, ChatCompletionRequest } from "../../api/ChatC
 import { listModels } from "../../api/InferenceApi.js"
 import { deepField, jsonDepth, MAX_JSON_DEPTH, nestsDeeper, TOO_DEEP } from "../../api/internal/jsonDepth.js"
 import * as ResponsesRoutes from "../../api/internal/responsesRoutes.js"
-import { AHEAD, started } from "../../api/internal/started.js"
+import * as Started from "../../api/internal/started.js"
 import { ResponseCreateRequest } from "../../api/Responses.js"
 import { ResponsesGroup } from "../../api/ResponsesApi.js"
 import { firstField, type StoredResponse } from "../../api/ResponsesChat.js"
@@ -241,19 +241,13 @@ const runtimeFor = (surface: Surface, body: unknown): Runtime.Runtime<Rollout.Cu
   return surface.fixed.get(body.model) ?? surface.runtime
 }
 
-/** A stream run in `runtime` (its context and fiber refs), in a fiber of the reader's scope. */
-const streamIn = <A, E>(
-  runtime: Runtime.Runtime<Rollout.Current>,
-  stream: Stream.Stream<A, E, Rollout.Current>
-): Stream.Stream<A, E> =>
-  Stream.unwrapScoped(
-    Effect.flatMap(Effect.scope, (scope) =>
-      Effect.map(
-        // The stream runs in one fiber forked in the rollout's runtime; the reader takes from its queue.
-        Effect.provide(Effect.provideService(Stream.toQueue(stream, { capacity: AHEAD }), Scope.Scope, scope), runtime),
-        (queue) => Stream.flattenTake(Stream.fromQueue(queue))
-      )
-    )
+/**
+ * A stream started in `runtime` (its context and fiber refs): its fiber forked there, in the reader's scope, into
+ * the one queue the reader takes from (see `started.ts`).
+ */
+const startedIn = <A, E>(runtime: Runtime.Runtime<Rollout.Current>, stream: Stream.Stream<A, E, Rollout.Current>) =>
+  Started.startedIn(stream, (run) =>
+    Effect.flatMap(Effect.scope, (scope) => Effect.provide(Effect.provideService(run, Scope.Scope, scope), runtime))
   )
 
 const SSE = { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } } as const
@@ -283,9 +277,8 @@ const chatCompletion = (surface: Surface, body: unknown) =>
     }
     // The policy is always asked for usage (the trace records it); the agent gets it when it asked.
     const usage = stream_options?.include_usage === true
-    const chunks = streamIn(runtime, Rollout.chatStream(request))
     // The first chunk before the answer: a completion refused before it samples keeps its status.
-    const all = yield* started(chunks)
+    const all = yield* startedIn(runtime, Rollout.chatStream(request))
     if (Exit.isFailure(all)) return yield* failedResponse(all.cause)
     const events = all.value.stream.pipe(
       Stream.filter((chunk: ChatCompletionChunk) => usage || chunk.choices.length > 0),
@@ -329,7 +322,7 @@ const backendOf = (surface: Surface, runtime: Runtime.Runtime<Rollout.Current>):
     return Effect.succeed(
       Either.right({
         whole: Effect.provide(Rollout.chat(request), runtime),
-        stream: streamIn(runtime, Rollout.chatStream(request))
+        start: startedIn(runtime, Rollout.chatStream(request))
       })
     )
   },

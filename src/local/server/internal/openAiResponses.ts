@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Routes from "../../../api/internal/responsesRoutes.js"
+import { started } from "../../../api/internal/started.js"
 import { responsesMessageOf, responsesParamOf } from "../../../api/ResponsesChat.js"
 import { EngineError } from "../../engine/EngineError.js"
 import { runRounds } from "../../engine/Sampler.js"
@@ -59,7 +60,7 @@ const backendOf = (
               (one): Routes.Completion<unknown> => ({
                 model: one.name,
                 whole: runRounds(one.rounds()),
-                stream: chunkStream(one.stream())
+                start: started(chunkStream(one.stream()))
               })
             )
           ),
