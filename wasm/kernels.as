@@ -33,10 +33,16 @@
   return f32x4.add(v128.shuffle<f32>(x, y, 0, 2, 4, 6), v128.shuffle<f32>(x, y, 1, 3, 5, 7))
 }
 
-/** e^x per lane (Cephes' expf: 2^n times a degree-6 polynomial; within 2 ulp; x clamped to [-87.3, 88]). */
+/**
+ * e^x per lane (Cephes' expf: 2^n times a degree-6 polynomial; within 2 ulp; x clamped to [-87.3, 88]).
+ *
+ * V8 builds a v128 constant at every use (three instructions: half of this function's), in loops too; identical
+ * constants of one loop body are built once, so loops over many values do four quads per iteration.
+ */
 // @ts-expect-error: decorator
 @inline function vexp(x0: v128): v128 {
-  let x = f32x4.min(f32x4.max(x0, f32x4.splat(-87.33654)), f32x4.splat(88.0))
+  // pmin/pmax (one instruction each) clamp as min/max do but for NaN, which passes through both as it does there.
+  let x = f32x4.pmin(f32x4.pmax(x0, f32x4.splat(-87.33654)), f32x4.splat(88.0))
   const fx = f32x4.floor(f32x4.add(f32x4.mul(x, f32x4.splat(1.44269504088896341)), f32x4.splat(0.5)))
   x = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(0.693359375)))
   x = f32x4.sub(x, f32x4.mul(fx, f32x4.splat(-2.12194440e-4)))
@@ -48,9 +54,10 @@
   y = f32x4.add(f32x4.mul(y, x), f32x4.splat(1.6666665459e-1))
   y = f32x4.add(f32x4.mul(y, x), f32x4.splat(5.0000001201e-1))
   y = f32x4.add(f32x4.add(f32x4.mul(y, z), x), f32x4.splat(1.0))
-  const n = i32x4.trunc_sat_f32x4_s(fx)
-  const pow2n = i32x4.shl(i32x4.add(n, i32x4.splat(127)), 23)
-  return f32x4.mul(y, pow2n)
+  // fx is a whole number in [-126, 127]: fx + 1.5 2^23 is exact and its bits are those of 1.5 2^23 plus fx, so
+  // the exponent field n + 127 comes with two integer operations (what truncation to i32 gives, at less cost).
+  const n = i32x4.sub(f32x4.add(fx, f32x4.splat(12582912.0)), i32x4.splat(0x4b400000 - 127))
+  return f32x4.mul(y, i32x4.shl(n, 23))
 }
 
 /** e^x, the same bits as a lane of `vexp`. */
@@ -59,17 +66,37 @@
   return f32x4.extract_lane(vexp(f32x4.splat(x)), 0)
 }
 
+/**
+ * `dst[i] = e^{src[i] - m}` over the first `e4` bytes (whole quads; `dst` 0 for none), returning the sum of the
+ * quads per lane (in order), four quads per iteration (see `vexp`).
+ */
+function expQuads(dst: usize, src: usize, e4: usize, m: f32): v128 {
+  const vm = f32x4.splat(m)
+  let s = f32x4.splat(0)
+  let i: usize = 0
+  for (; i + 64 <= e4; i += 64) {
+    const e0 = vexp(f32x4.sub(v128.load(src + i), vm))
+    const e1 = vexp(f32x4.sub(v128.load(src + i, 16), vm))
+    const e2 = vexp(f32x4.sub(v128.load(src + i, 32), vm))
+    const e3 = vexp(f32x4.sub(v128.load(src + i, 48), vm))
+    if (dst) {
+      v128.store(dst + i, e0)
+      v128.store(dst + i, e1, 16)
+      v128.store(dst + i, e2, 32)
+      v128.store(dst + i, e3, 48)
+    }
+    s = f32x4.add(f32x4.add(f32x4.add(f32x4.add(s, e0), e1), e2), e3)
+  }
+  for (; i < e4; i += 16) {
+    const e = vexp(f32x4.sub(v128.load(src + i), vm))
+    if (dst) v128.store(dst + i, e)
+    s = f32x4.add(s, e)
+  }
+  return s
+}
+
 const GELU_C: f32 = 0.7978845608028654 // sqrt(2 / pi)
 const GELU_A: f32 = 0.044715
-
-/** tanh(sqrt(2 / pi) (x + 0.044715 x^3)) per lane, as `1 - 2 / (e^{2z} + 1)`. */
-// @ts-expect-error: decorator
-@inline function vgeluTanh(x: v128): v128 {
-  const x3 = f32x4.mul(f32x4.mul(x, x), x)
-  const z = f32x4.mul(f32x4.splat(GELU_C), f32x4.add(x, f32x4.mul(f32x4.splat(GELU_A), x3)))
-  const e = vexp(f32x4.add(z, z))
-  return f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0))))
-}
 
 /** Loads `count` (< 4) floats at `p` into the low lanes of a zero vector. */
 // @ts-expect-error: decorator
@@ -381,6 +408,14 @@ export function rmsNormRows(Y: usize, X: usize, g: usize, R: i32, d: i32, rows: 
   }
 }
 
+/** `rmsNormRows` of R consecutive rows of X, row r written to the byte address `targets[r]` (Int32). */
+export function rmsNormTo(targets: usize, X: usize, g: usize, R: i32, d: i32): void {
+  const row = (<usize>d) << 2
+  for (let r = 0; r < R; r++) {
+    rmsNormRows(<usize>load<i32>(targets + ((<usize>r) << 2)), X + <usize>r * row, g, 1, d, 0, 0)
+  }
+}
+
 /**
  * The backward pass of `rmsNormRows`: for each r, with x(r) as there, `dX[x(r)] += ...` and `dg += ...` from
  * `dY[r]`, `X[x(r)]` and `inv[r]`.
@@ -433,23 +468,45 @@ export function rmsNormRowsBackward(
   }
 }
 
-/** `out = gelu(u)` (tanh form) over n floats; the tanh of each kept in `th` when `th` is not 0. */
+/** tanh(sqrt(2 / pi) (x + 0.044715 x^3)) per lane, as `1 - 2 / (e^{2z} + 1)`. */
+// @ts-expect-error: decorator
+@inline function vgeluTanh(x: v128): v128 {
+  const x3 = f32x4.mul(f32x4.mul(x, x), x)
+  const z = f32x4.mul(f32x4.splat(GELU_C), f32x4.add(x, f32x4.mul(f32x4.splat(GELU_A), x3)))
+  const e = vexp(f32x4.add(z, z))
+  return f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0))))
+}
+
+/** `gelu` of the quad at byte `i` (`y = 0.5 x (1 + t)`, t kept in `th` when it is not 0). */
+// @ts-expect-error: decorator
+@inline function geluQuad(out: usize, th: usize, u: usize, i: usize): void {
+  const x = v128.load(u + i)
+  const t = vgeluTanh(x)
+  if (th) v128.store(th + i, t)
+  v128.store(out + i, f32x4.mul(f32x4.mul(f32x4.splat(0.5), x), f32x4.add(f32x4.splat(1.0), t)))
+}
+
+/**
+ * `out = gelu(u)` (tanh form) over n floats; the tanh of each kept in `th` when `th` is not 0. Four quads per
+ * iteration (see `vexp`).
+ */
 export function gelu(out: usize, th: usize, u: usize, n: i32): void {
-  const half = f32x4.splat(0.5)
-  const one = f32x4.splat(1.0)
   const end = (<usize>n) << 2
-  for (let i: usize = 0; i < end; i += 16) {
+  const e4 = (<usize>(n & ~3)) << 2
+  let i: usize = 0
+  for (; i + 64 <= e4; i += 64) {
+    geluQuad(out, th, u, i)
+    geluQuad(out, th, u, i + 16)
+    geluQuad(out, th, u, i + 32)
+    geluQuad(out, th, u, i + 48)
+  }
+  for (; i < e4; i += 16) geluQuad(out, th, u, i)
+  if (i < end) {
     const w = <i32>((end - i) >> 2)
-    const x = w >= 4 ? v128.load(u + i) : loadPartial(u + i, w)
+    const x = loadPartial(u + i, w)
     const t = vgeluTanh(x)
-    const y = f32x4.mul(f32x4.mul(half, x), f32x4.add(one, t))
-    if (w >= 4) {
-      if (th) v128.store(th + i, t)
-      v128.store(out + i, y)
-    } else {
-      if (th) storePartial(th + i, t, w)
-      storePartial(out + i, y, w)
-    }
+    if (th) storePartial(th + i, t, w)
+    storePartial(out + i, f32x4.mul(f32x4.mul(f32x4.splat(0.5), x), f32x4.add(f32x4.splat(1.0), t)), w)
   }
 }
 
@@ -522,6 +579,21 @@ export function embedBackward(dTok: usize, dPos: usize, dh: usize, tokens: usize
   }
 }
 
+/** The largest of n floats at p (lanes over quads, then the remainder: the same value in any order). */
+// @ts-expect-error: decorator
+@inline function maxOf(p: usize, n: i32): f32 {
+  const end = (<usize>n) << 2
+  const e4 = (<usize>(n & ~3)) << 2
+  let mx: f32 = -Infinity
+  if (e4 > 0) {
+    let m = v128.load(p)
+    for (let i: usize = 16; i < e4; i += 16) m = f32x4.max(m, v128.load(p + i))
+    mx = max(max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)))
+  }
+  for (let i = e4; i < end; i += 4) mx = max(mx, load<f32>(p + i))
+  return mx
+}
+
 /**
  * Softmax in place over n floats at `p`: `p[i] = e^{p[i] - max} / sum` (the sum over lanes of quads, reduced as
  * `hsum`, then the remainder in order).
@@ -530,16 +602,8 @@ export function embedBackward(dTok: usize, dPos: usize, dh: usize, tokens: usize
 @inline function softmaxInPlace(p: usize, n: i32): void {
   const end = (<usize>n) << 2
   const e4 = (<usize>(n & ~3)) << 2
-  let mx: f32 = -Infinity
-  for (let i: usize = 0; i < end; i += 4) mx = max(mx, load<f32>(p + i))
-  const vm = f32x4.splat(mx)
-  let s = f32x4.splat(0)
-  for (let i: usize = 0; i < e4; i += 16) {
-    const e = vexp(f32x4.sub(v128.load(p + i), vm))
-    v128.store(p + i, e)
-    s = f32x4.add(s, e)
-  }
-  let sum = hsum(s)
+  const mx = maxOf(p, n)
+  let sum = hsum(expQuads(p, p, e4, mx))
   for (let i = e4; i < end; i += 4) {
     const e = sexp(load<f32>(p + i) - mx)
     store<f32>(p + i, e)
@@ -559,16 +623,8 @@ export function embedBackward(dTok: usize, dPos: usize, dh: usize, tokens: usize
 export function logSoftmax(out: usize, probs: usize, logits: usize, n: i32, entropyOut: usize): f32 {
   const end = (<usize>n) << 2
   const e4 = (<usize>(n & ~3)) << 2
-  let mx: f32 = -Infinity
-  for (let i: usize = 0; i < end; i += 4) mx = max(mx, load<f32>(logits + i))
-  const vm = f32x4.splat(mx)
-  let s = f32x4.splat(0)
-  for (let i: usize = 0; i < e4; i += 16) {
-    const e = vexp(f32x4.sub(v128.load(logits + i), vm))
-    if (probs) v128.store(probs + i, e)
-    s = f32x4.add(s, e)
-  }
-  let sum = hsum(s)
+  const mx = maxOf(logits, n)
+  let sum = hsum(expQuads(probs, logits, e4, mx))
   for (let i = e4; i < end; i += 4) {
     const e = sexp(load<f32>(logits + i) - mx)
     if (probs) store<f32>(probs + i, e)
@@ -637,6 +693,97 @@ export function attendRow(
   H: i32,
   dh: i32
 ): void {
+  if ((dh & 3) !== 0) {
+    attendRowAny(q, kv, kvStride, kOff, vOff, rows, n, out, probs, H, dh)
+    return
+  }
+  // Heads of whole quads: the scores of four heads at a time reduced together (`hsum4`, the same bits as `hsum`
+  // of each), and the outputs with the rows outermost, four quads at a time (each element still summed over the
+  // rows in order).
+  const scale: f32 = <f32>1.0 / Mathf.sqrt(<f32>dh)
+  const vs = f32x4.splat(scale)
+  const z = f32x4.splat(0)
+  const stride = (<usize>kvStride) << 2
+  const hb = (<usize>dh) << 2
+  const pn = (<usize>n) << 2
+  const ko = (<usize>kOff) << 2
+  for (let i = 0; i < n; i++) {
+    const base = kv + (<usize>load<i32>(rows + ((<usize>i) << 2))) * stride + ko
+    const pi = probs + ((<usize>i) << 2)
+    let h = 0
+    for (; h + 4 <= H; h += 4) {
+      const qa = q + <usize>h * hb
+      const ka = base + <usize>h * hb
+      let s0 = z, s1 = z, s2 = z, s3 = z
+      for (let e: usize = 0; e < hb; e += 16) {
+        s0 = f32x4.add(s0, f32x4.mul(v128.load(qa + e), v128.load(ka + e)))
+        s1 = f32x4.add(s1, f32x4.mul(v128.load(qa + hb + e), v128.load(ka + hb + e)))
+        s2 = f32x4.add(s2, f32x4.mul(v128.load(qa + 2 * hb + e), v128.load(ka + 2 * hb + e)))
+        s3 = f32x4.add(s3, f32x4.mul(v128.load(qa + 3 * hb + e), v128.load(ka + 3 * hb + e)))
+      }
+      const r = f32x4.mul(hsum4(s0, s1, s2, s3), vs)
+      const p = pi + <usize>h * pn
+      store<f32>(p, f32x4.extract_lane(r, 0))
+      store<f32>(p + pn, f32x4.extract_lane(r, 1))
+      store<f32>(p + 2 * pn, f32x4.extract_lane(r, 2))
+      store<f32>(p + 3 * pn, f32x4.extract_lane(r, 3))
+    }
+    for (; h < H; h++) {
+      const qa = q + <usize>h * hb
+      const ka = base + <usize>h * hb
+      let s = z
+      for (let e: usize = 0; e < hb; e += 16) s = f32x4.add(s, f32x4.mul(v128.load(qa + e), v128.load(ka + e)))
+      store<f32>(pi + <usize>h * pn, hsum(s) * scale)
+    }
+  }
+  for (let h = 0; h < H; h++) softmaxInPlace(probs + <usize>h * pn, n)
+  const vb = kv + ((<usize>vOff) << 2)
+  const db = (<usize>(H * dh)) << 2
+  let f: usize = 0
+  for (; f + 64 <= db; f += 64) {
+    const p0 = probs + (f / hb) * pn
+    const p1 = probs + ((f + 16) / hb) * pn
+    const p2 = probs + ((f + 32) / hb) * pn
+    const p3 = probs + ((f + 48) / hb) * pn
+    let s0 = z, s1 = z, s2 = z, s3 = z
+    for (let i = 0; i < n; i++) {
+      const io = (<usize>i) << 2
+      const v = vb + (<usize>load<i32>(rows + io)) * stride + f
+      s0 = f32x4.add(s0, f32x4.mul(v128.load32_splat(p0 + io), v128.load(v)))
+      s1 = f32x4.add(s1, f32x4.mul(v128.load32_splat(p1 + io), v128.load(v, 16)))
+      s2 = f32x4.add(s2, f32x4.mul(v128.load32_splat(p2 + io), v128.load(v, 32)))
+      s3 = f32x4.add(s3, f32x4.mul(v128.load32_splat(p3 + io), v128.load(v, 48)))
+    }
+    v128.store(out + f, s0)
+    v128.store(out + f, s1, 16)
+    v128.store(out + f, s2, 32)
+    v128.store(out + f, s3, 48)
+  }
+  for (; f < db; f += 16) {
+    const p0 = probs + (f / hb) * pn
+    let s = z
+    for (let i = 0; i < n; i++) {
+      const io = (<usize>i) << 2
+      s = f32x4.add(s, f32x4.mul(v128.load32_splat(p0 + io), v128.load(vb + (<usize>load<i32>(rows + io)) * stride + f)))
+    }
+    v128.store(out + f, s)
+  }
+}
+
+/** `attendRow` for heads of any width (a partial quad at the end of each head). */
+function attendRowAny(
+  q: usize,
+  kv: usize,
+  kvStride: i32,
+  kOff: i32,
+  vOff: i32,
+  rows: usize,
+  n: i32,
+  out: usize,
+  probs: usize,
+  H: i32,
+  dh: i32
+): void {
   const scale: f32 = <f32>1.0 / Mathf.sqrt(<f32>dh)
   const stride = (<usize>kvStride) << 2
   const hb = (<usize>dh) << 2
@@ -669,6 +816,41 @@ export function attendRow(
       else storePartial(out + o + e, s, w)
     }
   }
+}
+
+/**
+ * The attention of B decoding rows: row b's query, key and value are at `qkv + 12 b d` (q | k | v, d = H dh
+ * floats each); its key and value are copied into its cache (rows of 2d floats at the byte address `caches[b]`,
+ * Int32) at position `positions[b]`, then it attends over positions `positions[b]` .. 0 of that cache (the window
+ * of `desc`, which holds top, top - 1, ..., 0, that starts at top - positions[b]), as `attendRow` does, its output
+ * at `out + 4 b d`. Rows in order, so a row sees the keys and values of earlier rows of the same cache.
+ */
+export function attendRows(
+  qkv: usize,
+  caches: usize,
+  positions: usize,
+  B: i32,
+  desc: usize,
+  top: i32,
+  out: usize,
+  probs: usize,
+  H: i32,
+  dh: i32
+): void {
+  const d = H * dh
+  const rowBytes = (<usize>d) << 2
+  for (let b = 0; b < B; b++) {
+    const cache = <usize>load<i32>(caches + ((<usize>b) << 2))
+    const pos = load<i32>(positions + ((<usize>b) << 2))
+    const q = qkv + <usize>(3 * b) * rowBytes
+    memory.copy(cache + <usize>(2 * pos) * rowBytes, q + rowBytes, 2 * rowBytes)
+    attendRow(q, cache, 2 * d, 0, d, desc + ((<usize>(top - pos)) << 2), pos + 1, out + <usize>b * rowBytes, probs, H, dh)
+  }
+}
+
+/** `n` floats from `src` to `dst` (which may overlap). */
+export function copy(dst: usize, src: usize, n: i32): void {
+  memory.copy(dst, src, (<usize>n) << 2)
 }
 
 /**

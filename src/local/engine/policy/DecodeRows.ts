@@ -43,6 +43,9 @@ export class DecodeScratch {
   /** A state's cache staged into the kernels' memory when it lives elsewhere, and logits bound elsewhere. */
   readonly stage: Grow
   readonly stageOut: Grow
+  /** The byte addresses of the rows' caches of one layer, and of their targets' `last` (WebAssembly path). */
+  readonly caches: GrowInt
+  readonly lasts: GrowInt
 
   constructor(config: PolicyConfig, make: (n: number) => FloatArray, heap?: Heap | undefined) {
     this.heap = heap
@@ -50,6 +53,8 @@ export class DecodeScratch {
     const ints = heap === undefined ? undefined : (n: number) => heap.i32(n) ?? outOfMemory()
     this.tokens = new GrowInt(ints)
     this.positions = new GrowInt(ints)
+    this.caches = new GrowInt(ints)
+    this.lasts = new GrowInt(ints)
     this.stage = grow()
     this.stageOut = grow()
     this.x = grow()
@@ -247,33 +252,22 @@ const forwardRowsWasm = (
   }
   k.embed(ptr(x), ptr(P, L.tokEmb), ptr(P, L.posEmb), ptr(tokens), ptr(positions), B, d)
   const top = config.contextLength - 1
+  const caches = S.caches.need(B)
   for (let l = 0; l < config.nLayers; l++) {
     const w = L.layers[l]!
     k.rmsNormRows(ptr(a), ptr(x), ptr(P, w.ln1), B, d, 0, 0)
     k.matmulNT(ptr(qkv), 3 * d, ptr(a), d, ptr(P, w.wqkv), d, B, 3 * d, d, 0, 0)
-    for (let b = 0; b < B; b++) {
+    // Every row's cache in the kernels' memory (as a policy on them makes it): one call for the layer's rows.
+    let inHeap = true
+    for (let b = 0; b < B && inHeap; b++) {
       const kv = rowState[from + b]!.kv[l]!
-      const pos = rowPos[from + b]!
-      kv.set(qkv.subarray(b * 3 * d + d, (b + 1) * 3 * d), pos * 2 * d)
-      let cache = kv
-      if (!W.has(kv)) {
-        cache = S.stage.need((pos + 1) * 2 * d)
-        cache.set(kv.subarray(0, (pos + 1) * 2 * d))
-      }
-      // Rows pos, pos - 1, ..., 0: a window of the descending index array.
-      k.attendRow(
-        ptr(qkv, b * 3 * d),
-        ptr(cache),
-        2 * d,
-        0,
-        d,
-        ptr(S.descending, top - pos),
-        pos + 1,
-        ptr(o, b * d),
-        ptr(S.attRow),
-        H,
-        dh
-      )
+      if (W.has(kv)) caches[b] = kv.byteOffset
+      else inHeap = false
+    }
+    if (inHeap) {
+      k.attendRows(ptr(qkv), ptr(caches), ptr(positions), B, ptr(S.descending), top, ptr(o), ptr(S.attRow), H, dh)
+    } else {
+      attendStaged(S, W, rowState, rowPos, qkv, o, l, from, B, d, H, dh, top)
     }
     k.matmulNT(ptr(tmp), d, ptr(o), d, ptr(P, w.wo), d, B, d, d, 0, 0)
     k.add(ptr(x), ptr(x), ptr(tmp), B * d)
@@ -283,6 +277,17 @@ const forwardRowsWasm = (
     k.matmulNT(ptr(tmp), d, ptr(g), F, ptr(P, w.w2), F, B, d, F, ptr(P, w.b2), 0)
     k.add(ptr(x), ptr(x), ptr(tmp), B * d)
   }
+  const lasts = S.lasts.need(B)
+  let inHeap = true
+  for (let b = 0; b < B && inHeap; b++) {
+    const last = rowState[from + b]!.last
+    if (W.has(last)) lasts[b] = last.byteOffset
+    else inHeap = false
+  }
+  if (inHeap) {
+    k.rmsNormTo(ptr(lasts), ptr(x), ptr(P, L.lnF), B, d)
+    return
+  }
   for (let b = 0; b < B; b++) {
     const last = rowState[from + b]!.last
     if (W.has(last)) k.rmsNormRows(ptr(last), ptr(x, b * d), ptr(P, L.lnF), 1, d, 0, 0)
@@ -290,5 +295,51 @@ const forwardRowsWasm = (
       k.rmsNormRows(ptr(a), ptr(x, b * d), ptr(P, L.lnF), 1, d, 0, 0)
       last.set(a.subarray(0, d))
     }
+  }
+}
+
+/**
+ * The attention of a layer's rows when a cache lives outside the kernels' memory (it was full): row by row, each
+ * cache staged into scratch for the step.
+ */
+const attendStaged = (
+  S: DecodeScratch,
+  W: Heap,
+  rowState: ReadonlyArray<RowTarget | undefined>,
+  rowPos: Int32Array,
+  qkv: FloatArray,
+  o: FloatArray,
+  l: number,
+  from: number,
+  B: number,
+  d: number,
+  H: number,
+  dh: number,
+  top: number
+): void => {
+  const k = W.kernels
+  for (let b = 0; b < B; b++) {
+    const kv = rowState[from + b]!.kv[l]!
+    const pos = rowPos[from + b]!
+    kv.set(qkv.subarray(b * 3 * d + d, (b + 1) * 3 * d), pos * 2 * d)
+    let cache = kv
+    if (!W.has(kv)) {
+      cache = S.stage.need((pos + 1) * 2 * d)
+      cache.set(kv.subarray(0, (pos + 1) * 2 * d))
+    }
+    // Rows pos, pos - 1, ..., 0: a window of the descending index array.
+    k.attendRow(
+      ptr(qkv, b * 3 * d),
+      ptr(cache),
+      2 * d,
+      0,
+      d,
+      ptr(S.descending, top - pos),
+      pos + 1,
+      ptr(o, b * d),
+      ptr(S.attRow),
+      H,
+      dh
+    )
   }
 }

@@ -49,7 +49,7 @@ import { decodeThread, isShared, sharedFloat32, type ThreadPolicy } from "./Deco
 import { type FloatArray, Grow, GrowInt } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
-import { type Heap, heap } from "./Wasm.js"
+import { type Heap, heap, ptr } from "./Wasm.js"
 
 /**
  * The chunks a batched decoding step is cut into when it is shared with the decoding thread: enough that a thread
@@ -250,11 +250,7 @@ export class Policy implements LanguageModel<PolicyState> {
   readonly fork = (state: PolicyState): PolicyState => {
     const row = 2 * this.config.dModel
     const capacity = Math.min(this.contextLength, Math.max(16, state.length + 16))
-    const kv = state.kv.map((src) => {
-      const dst = this.makeState(capacity * row)
-      dst.set(src.subarray(0, state.length * row))
-      return dst
-    })
+    const kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
     const last = this.makeState(this.config.dModel)
     last.set(state.last)
     return new PolicyState(state.length, kv, capacity, last)
@@ -472,14 +468,22 @@ export class Policy implements LanguageModel<PolicyState> {
     return chunks
   }
 
+  /**
+   * A new state buffer of `size` floats holding the first `n` of `src`: copied by the kernels when both are in
+   * their memory (a typed array's `set` between views of shared memory copies word by word).
+   */
+  private copied(src: FloatArray, size: number, n: number): FloatArray {
+    const dst = this.makeState(size)
+    const H = this.heap
+    if (H?.has(dst) && H.has(src)) H.kernels.copy(ptr(dst), ptr(src), n)
+    else dst.set(src.subarray(0, n))
+    return dst
+  }
+
   private growState(state: PolicyState): void {
     const row = 2 * this.config.dModel
     const capacity = Math.min(this.contextLength, Math.max(16, state.capacity * 2))
-    state.kv = state.kv.map((src) => {
-      const dst = this.makeState(capacity * row)
-      dst.set(src.subarray(0, state.length * row))
-      return dst
-    })
+    state.kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
     state.capacity = capacity
   }
 

@@ -82,6 +82,20 @@ export interface Kernels {
     H: number,
     dh: number
   ): void
+  attendRows(
+    qkv: number,
+    caches: number,
+    positions: number,
+    B: number,
+    desc: number,
+    top: number,
+    out: number,
+    probs: number,
+    H: number,
+    dh: number
+  ): void
+  copy(dst: number, src: number, n: number): void
+  rmsNormTo(targets: number, X: number, g: number, R: number, d: number): void
   attendRowBackward(
     dO: number,
     qkv: number,
