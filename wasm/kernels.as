@@ -852,13 +852,130 @@ export function attendRows(
 export function copy(dst: usize, src: usize, n: i32): void {
   memory.copy(dst, src, (<usize>n) << 2)
 }
-
 /**
  * The backward pass of `attendRow` for a row of a packed batch (keys at `d`, values at `2d` of rows of
  * `qkv`, stride 3d): given its `dO` (d floats) and weights `att` (as `attendRow` wrote them), adds to `dQkv`:
  * the row's dQ, and dK, dV of each row in view. `scratch` holds H n + d floats.
  */
 export function attendRowBackward(
+  dO: usize,
+  qkv: usize,
+  r: i32,
+  att: usize,
+  rows: usize,
+  n: i32,
+  dQkv: usize,
+  H: i32,
+  dh: i32,
+  scratch: usize
+): void {
+  if ((dh & 3) !== 0 || (H & 3) !== 0) {
+    attendRowBackwardAny(dO, qkv, r, att, rows, n, dQkv, H, dh, scratch)
+    return
+  }
+  // Heads of whole quads, four at a time: what `attendRowBackwardAny` computes, each value by the same operations
+  // in the same order (dA of four heads reduced by one hsum4; the four heads' softmax dots summed side by side,
+  // each in order of the rows).
+  const d = H * dh
+  const scale: f32 = <f32>1.0 / Mathf.sqrt(<f32>dh)
+  const stride = (<usize>(3 * d)) << 2
+  const hb = (<usize>dh) << 2
+  const pn = (<usize>n) << 2
+  const qb = qkv + <usize>r * stride
+  const dAtt = scratch
+  const dQs = scratch + ((<usize>(H * n)) << 2)
+  const z = f32x4.splat(0)
+  memory.fill(dQs, 0, (<usize>d) << 2)
+  // dA = dO . v per head and row in view; dV += a dO.
+  for (let i = 0; i < n; i++) {
+    const io = (<usize>i) << 2
+    const row = <usize>load<i32>(rows + io)
+    const vb = qkv + row * stride + ((<usize>(2 * d)) << 2)
+    const dvb = dQkv + row * stride + ((<usize>(2 * d)) << 2)
+    for (let h = 0; h < H; h += 4) {
+      const o = <usize>h * hb
+      const ah = att + <usize>h * pn + io
+      const a0 = f32x4.splat(load<f32>(ah))
+      const a1 = f32x4.splat(load<f32>(ah + pn))
+      const a2 = f32x4.splat(load<f32>(ah + 2 * pn))
+      const a3 = f32x4.splat(load<f32>(ah + 3 * pn))
+      let s0 = z, s1 = z, s2 = z, s3 = z
+      for (let e: usize = 0; e < hb; e += 16) {
+        const p0 = o + e
+        const g0 = v128.load(dO + p0)
+        s0 = f32x4.add(s0, f32x4.mul(g0, v128.load(vb + p0)))
+        v128.store(dvb + p0, f32x4.add(v128.load(dvb + p0), f32x4.mul(a0, g0)))
+        const p1 = p0 + hb
+        const g1 = v128.load(dO + p1)
+        s1 = f32x4.add(s1, f32x4.mul(g1, v128.load(vb + p1)))
+        v128.store(dvb + p1, f32x4.add(v128.load(dvb + p1), f32x4.mul(a1, g1)))
+        const p2 = p1 + hb
+        const g2 = v128.load(dO + p2)
+        s2 = f32x4.add(s2, f32x4.mul(g2, v128.load(vb + p2)))
+        v128.store(dvb + p2, f32x4.add(v128.load(dvb + p2), f32x4.mul(a2, g2)))
+        const p3 = p2 + hb
+        const g3 = v128.load(dO + p3)
+        s3 = f32x4.add(s3, f32x4.mul(g3, v128.load(vb + p3)))
+        v128.store(dvb + p3, f32x4.add(v128.load(dvb + p3), f32x4.mul(a3, g3)))
+      }
+      const t = hsum4(s0, s1, s2, s3)
+      const pd = dAtt + <usize>h * pn + io
+      store<f32>(pd, f32x4.extract_lane(t, 0))
+      store<f32>(pd + pn, f32x4.extract_lane(t, 1))
+      store<f32>(pd + 2 * pn, f32x4.extract_lane(t, 2))
+      store<f32>(pd + 3 * pn, f32x4.extract_lane(t, 3))
+    }
+  }
+  // Softmax backward: dS = a (dA - sum a dA), with the score scale; four heads' sums side by side.
+  const n4 = (<usize>(n & ~3)) << 2
+  const vs = f32x4.splat(scale)
+  for (let h = 0; h < H; h += 4) {
+    const pa = att + <usize>h * pn
+    const pd = dAtt + <usize>h * pn
+    let d0: f32 = 0, d1: f32 = 0, d2: f32 = 0, d3: f32 = 0
+    for (let i: usize = 0; i < pn; i += 4) {
+      d0 = d0 + load<f32>(pa + i) * load<f32>(pd + i)
+      d1 = d1 + load<f32>(pa + pn + i) * load<f32>(pd + pn + i)
+      d2 = d2 + load<f32>(pa + 2 * pn + i) * load<f32>(pd + 2 * pn + i)
+      d3 = d3 + load<f32>(pa + 3 * pn + i) * load<f32>(pd + 3 * pn + i)
+    }
+    softmaxBackwardRow(pa, pd, pn, n4, d0, scale, vs)
+    softmaxBackwardRow(pa + pn, pd + pn, pn, n4, d1, scale, vs)
+    softmaxBackwardRow(pa + 2 * pn, pd + 2 * pn, pn, n4, d2, scale, vs)
+    softmaxBackwardRow(pa + 3 * pn, pd + 3 * pn, pn, n4, d3, scale, vs)
+  }
+  // dQ += dS k, dK += dS q.
+  for (let i = 0; i < n; i++) {
+    const io = (<usize>i) << 2
+    const row = <usize>load<i32>(rows + io)
+    const kb = qkv + row * stride + ((<usize>d) << 2)
+    const dkb = dQkv + row * stride + ((<usize>d) << 2)
+    for (let h = 0; h < H; h++) {
+      const ds = f32x4.splat(load<f32>(dAtt + <usize>h * pn + io))
+      const o = <usize>h * hb
+      for (let e: usize = 0; e < hb; e += 16) {
+        const p = o + e
+        v128.store(dQs + p, f32x4.add(v128.load(dQs + p), f32x4.mul(ds, v128.load(kb + p))))
+        v128.store(dkb + p, f32x4.add(v128.load(dkb + p), f32x4.mul(ds, v128.load(qb + p))))
+      }
+    }
+  }
+  const dqb = dQkv + <usize>r * stride
+  add(dqb, dqb, dQs, d)
+}
+
+/** `pd[i] = pa[i] (pd[i] - dot) scale` over the n floats of a head (`pn` bytes, whole quads to `n4`). */
+// @ts-expect-error: decorator
+@inline function softmaxBackwardRow(pa: usize, pd: usize, pn: usize, n4: usize, dot: f32, scale: f32, vs: v128): void {
+  const vd = f32x4.splat(dot)
+  for (let i: usize = 0; i < n4; i += 16) {
+    v128.store(pd + i, f32x4.mul(f32x4.mul(v128.load(pa + i), f32x4.sub(v128.load(pd + i), vd)), vs))
+  }
+  for (let i = n4; i < pn; i += 4) store<f32>(pd + i, load<f32>(pa + i) * (load<f32>(pd + i) - dot) * scale)
+}
+
+/** `attendRowBackward` for any shape (a partial quad at the end of each head, heads not in fours). */
+function attendRowBackwardAny(
   dO: usize,
   qkv: usize,
   r: i32,
