@@ -365,6 +365,40 @@ const runner = Command.make("runner", runnerTable.config, (flags) =>
   })
 ).pipe(Command.withDescription(runnerTable.help.description))
 
+/** The flags of a run's shape that train-agent and train-mcp share, in their words for what a step runs. */
+const runShape = (words: {
+  readonly groupsPerStep: string
+  readonly item: string
+  readonly baseModel: string
+  readonly concurrency: string
+}) => ({
+  steps: positive("steps", "n", "training steps (default 5)"),
+  epochs: positive("epochs", "n", "passes over the scenarios file, instead of --steps"),
+  groupsPerStep: positive("groups-per-step", "n", words.groupsPerStep),
+  groupSize: positive("group-size", "n", `rollouts per ${words.item} and step (default 8)`),
+  baseModel: text("base-model", "name").pipe(Options.optional, describe(words.baseModel)),
+  project: text("project", "name").pipe(
+    Options.optional,
+    describe("the project of the trained model (default agents)")
+  ),
+  model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
+  dataDir: Options.directory("data-dir").pipe(
+    Options.withPseudoName("dir"),
+    Options.optional,
+    describe("keep the embedded backend's data here (default: a temporary directory)")
+  ),
+  concurrency: positive("concurrency", "n", words.concurrency)
+})
+
+/** The time limit and failure tolerance of one run that train-agent and train-mcp share. */
+const runLimits = (one: string, many: string) => ({
+  timeout: positive("timeout", "seconds", `how long one ${one} may take (default: no limit)`),
+  maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
+    Options.optional,
+    describe(`failed ${many} tolerated per step (default 0: the first failure stops the run)`)
+  )
+})
+
 const trainAgentTable = table(
   "train-agent",
   "train an agent that runs as its own process (any language): its OpenAI requests are recorded through a rollout gateway",
@@ -373,34 +407,17 @@ const trainAgentTable = table(
       describe("the agent's command line (run with sh -c), quoted as one argument")
     ),
     scenarios: text("scenarios", "file").pipe(describe("a JSONL file: one scenario (JSON) per line")),
-    steps: positive("steps", "n", "training steps (default 5)"),
-    epochs: positive("epochs", "n", "passes over the scenarios file, instead of --steps"),
-    groupsPerStep: positive(
-      "groups-per-step",
-      "n",
-      "scenarios a step takes, drawn in a fixed shuffled order (default: the whole file, up to 16 lines); a step " +
-        "runs the agent groups-per-step x group-size times"
-    ),
-    groupSize: positive("group-size", "n", "rollouts per scenario and step (default 8)"),
-    baseModel: text("base-model", "name").pipe(
-      Options.optional,
-      describe(
+    ...runShape({
+      groupsPerStep:
+        "scenarios a step takes, drawn in a fixed shuffled order (default: the whole file, up to 16 lines); a step " +
+        "runs the agent groups-per-step x group-size times",
+      item: "scenario",
+      baseModel:
         "the base model to train (default: EFFECT_RL_BASE_MODEL, else effect-rl/base-2k on the embedded backend, " +
-          "whose 2,048-token context fits an agent's tools; its tokens are bytes, so a tool call needs max_tokens of at " +
-          "least its shortest JSON, ~70 for a small tool)"
-      )
-    ),
-    project: text("project", "name").pipe(
-      Options.optional,
-      describe("the project of the trained model (default agents)")
-    ),
-    model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
-    dataDir: Options.directory("data-dir").pipe(
-      Options.withPseudoName("dir"),
-      Options.optional,
-      describe("keep the embedded backend's data here (default: a temporary directory)")
-    ),
-    concurrency: positive("concurrency", "n", "agent processes running at once (default 16)"),
+        "whose 2,048-token context fits an agent's tools; its tokens are bytes, so a tool call needs max_tokens of at " +
+        "least its shortest JSON, ~70 for a small tool)",
+      concurrency: "agent processes running at once (default 16)"
+    }),
     reward: Options.file("reward", { exists: "yes" }).pipe(
       Options.withPseudoName("module"),
       Options.optional,
@@ -408,11 +425,7 @@ const trainAgentTable = table(
         "a module whose `reward` (or default) export scores {scenario, value, trajectory} (default: the agent's report)"
       )
     ),
-    timeout: positive("timeout", "seconds", "how long one run of the agent may take (default: no limit)"),
-    maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
-      Options.optional,
-      describe("failed runs of the agent tolerated per step (default 0: the first failure stops the run)")
-    ),
+    ...runLimits("run of the agent", "runs of the agent"),
     cluster: text("cluster", "url").pipe(
       Options.optional,
       describe(
@@ -483,27 +496,13 @@ const trainMcpTable = table(
     maxTurns: positive("max-turns", "n", "model turns per rollout (default 6)"),
     maxTokens: positive("max-tokens", "n", "the most tokens of one turn (default 256)"),
     callTimeout: positive("call-timeout", "seconds", "how long one tool call may take (default 30)"),
-    steps: positive("steps", "n", "training steps (default 5)"),
-    epochs: positive("epochs", "n", "passes over the scenarios file, instead of --steps"),
-    groupsPerStep: positive("groups-per-step", "n", "tasks a step takes (default: the whole file, up to 16 lines)"),
-    groupSize: positive("group-size", "n", "rollouts per task and step (default 8)"),
-    baseModel: text("base-model", "name").pipe(
-      Options.optional,
-      describe(
-        "the base model to train (default: EFFECT_RL_BASE_MODEL, else effect-rl/base-2k on the embedded backend)"
-      )
-    ),
-    project: text("project", "name").pipe(
-      Options.optional,
-      describe("the project of the trained model (default agents)")
-    ),
-    model: text("model", "name").pipe(Options.optional, describe("the trained model's name")),
-    dataDir: Options.directory("data-dir").pipe(
-      Options.withPseudoName("dir"),
-      Options.optional,
-      describe("keep the embedded backend's data here (default: a temporary directory)")
-    ),
-    concurrency: positive("concurrency", "n", "rollouts running at once (default 16)"),
+    ...runShape({
+      groupsPerStep: "tasks a step takes (default: the whole file, up to 16 lines)",
+      item: "task",
+      baseModel:
+        "the base model to train (default: EFFECT_RL_BASE_MODEL, else effect-rl/base-2k on the embedded backend)",
+      concurrency: "rollouts running at once (default 16)"
+    }),
     reward: Options.file("reward", { exists: "yes" }).pipe(
       Options.withPseudoName("module"),
       Options.optional,
@@ -511,11 +510,7 @@ const trainMcpTable = table(
         "a module whose `reward` (or default) export scores {scenario, value, trajectory}, value the tool loop's outcome (default: the judge)"
       )
     ),
-    timeout: positive("timeout", "seconds", "how long one rollout may take (default: no limit)"),
-    maxFailures: integer("max-failures", "n", "a whole number", { min: 0, max: 1_000_000_000 }).pipe(
-      Options.optional,
-      describe("failed rollouts tolerated per step (default 0: the first failure stops the run)")
-    )
+    ...runLimits("rollout", "rollouts")
   }
 )
 
