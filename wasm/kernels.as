@@ -843,7 +843,13 @@ export function attendRows(
     const cache = <usize>load<i32>(caches + ((<usize>b) << 2))
     const pos = load<i32>(positions + ((<usize>b) << 2))
     const q = qkv + <usize>(3 * b) * rowBytes
-    memory.copy(cache + <usize>(2 * pos) * rowBytes, q + rowBytes, 2 * rowBytes)
+    // A loop, not memory.copy: V8 calls out for that, which costs more than the copy of a row.
+    const to = cache + <usize>(2 * pos) * rowBytes
+    const from = q + rowBytes
+    const span = rowBytes << 1
+    const e4 = span & ~(<usize>15)
+    for (let e: usize = 0; e < e4; e += 16) v128.store(to + e, v128.load(from + e))
+    for (let e = e4; e < span; e += 4) store<f32>(to + e, load<f32>(from + e))
     attendRow(q, cache, 2 * d, 0, d, desc + ((<usize>(top - pos)) << 2), pos + 1, out + <usize>b * rowBytes, probs, H, dh)
   }
 }
