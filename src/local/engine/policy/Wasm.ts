@@ -141,7 +141,7 @@ const WebAssembly = (globalThis as unknown as { readonly WebAssembly: WasmApi })
 const PAGE = 65_536
 /** The most the memory grows to: 2 GiB (the module declares it as its maximum). */
 export const MAX_PAGES = 32_768
-/** Where blocks start: the first 64 KiB hold the allocator's slot (the bump pointer, an Int32 at 0). */
+/** Where blocks start: the first 64 KiB hold the allocator's slot (the bump pointer, a Uint32 at 0). */
 const HEAP_START = PAGE
 const MIN_BLOCK = 64
 
@@ -158,7 +158,7 @@ export class Heap {
   /** The kernels, instantiated over `memory`. */
   readonly kernels: Kernels
   private readonly buffers = new WeakSet<ArrayBufferLike>()
-  private readonly slot: Int32Array
+  private readonly slot: Uint32Array
   private readonly free = new Map<number, Array<number>>()
   private readonly collected = new FinalizationRegistry<{ readonly at: number; readonly size: number }>(
     ({ at, size }) => {
@@ -175,7 +175,7 @@ export class Heap {
     this.memory = memory ?? new WebAssembly.Memory({ initial: 16, maximum: MAX_PAGES, shared: true })
     const instance = new WebAssembly.Instance(compile(), { env: { memory: this.memory, log: Math.log } })
     this.kernels = instance.exports as unknown as Kernels
-    this.slot = new Int32Array(this.memory.buffer, 0, 1)
+    this.slot = new Uint32Array(this.memory.buffer, 0, 1)
     Atomics.compareExchange(this.slot, 0, 0, HEAP_START)
   }
 
@@ -228,9 +228,16 @@ export class Heap {
       new Uint8Array(this.current(), reused, size).fill(0)
       return { at: reused, size }
     }
-    const at = Atomics.add(this.slot, 0, size)
+    // The pointer never passes the end of the largest memory (2^31 bytes, which an Int32 could not hold): a full
+    // memory answers undefined, where adding unchecked wrapped past 2^31 and handed out negative addresses.
+    let at = Atomics.load(this.slot, 0)
+    for (;;) {
+      if (at + size > MAX_PAGES * PAGE) return undefined
+      const seen = Atomics.compareExchange(this.slot, 0, at, at + size)
+      if (seen === at) break
+      at = seen
+    }
     const end = at + size
-    if (end > MAX_PAGES * PAGE) return undefined
     while (this.memory.buffer.byteLength < end) {
       const pages = Math.ceil((end - this.memory.buffer.byteLength) / PAGE)
       try {
