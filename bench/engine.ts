@@ -8,8 +8,11 @@
  * steps shared with the decoding thread when there are two cores), batched on one thread, and with batching off,
  * side by side. Between the two: the WebAssembly kernels (the default) against the JavaScript loops they replaced
  * (`kernels: "js"`), same workloads in alternating rounds, GFLOP/s min / median / max of each, beside numpy's
- * float32 product on one core (`OPENBLAS_NUM_THREADS=1`) at the engine's shapes and row counts. Run:
- * `npx tsx bench/engine.ts`.
+ * float32 product on one core (`OPENBLAS_NUM_THREADS=1`) at the engine's shapes and row counts. The decoding
+ * workloads sample each token with the bench's own sampler, the same code in both arms: probabilities by the
+ * process's WebAssembly log-softmax (the JavaScript arm's logits copied into its memory first), then a walk of
+ * their cumulative sum (it took a `Math.exp` per token of the vocabulary walked, about a tenth of the 32-lane
+ * lockstep's time). Run: `npx tsx bench/engine.ts`.
  */
 import { spawnSync } from "node:child_process"
 import { loadavg } from "node:os"
@@ -20,6 +23,7 @@ import { decodeThread } from "../src/local/engine/policy/DecodeThread.js"
 import { logSoftmaxInto } from "../src/local/engine/policy/Kernels.js"
 import { Policy } from "../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG, forwardFlopsPerToken } from "../src/local/engine/policy/PolicyConfig.js"
+import { heap, ptr } from "../src/local/engine/policy/Wasm.js"
 import { Rng } from "../src/local/engine/Random.js"
 import { completeEffect } from "../src/local/engine/Sampler.js"
 import { batching } from "../src/local/engine/sampler/Batcher.js"
@@ -76,12 +80,26 @@ add("matmul 256^3 (naive i-k-j, Float32Array)", (refFlops / 1e9).toFixed(3), "GF
 
 // Sampling: a 32-token prompt, then 32 sampled tokens (softmax at temperature 1).
 const prompt = Array.from({ length: 32 }, () => 32 + rng.int(90))
-const lp = new Float32Array(V)
+// The bench's sampler (the same in every arm): the probabilities by the process's WebAssembly log-softmax (the
+// logits read in place when they are in its memory, else copied there first), then the first token whose
+// cumulative probability passes a uniform draw. (The JavaScript fallback where WebAssembly cannot run.)
+const W = heap()
+const lp = W?.f32(V) ?? new Float32Array(V)
+const probs = W?.f32(V) ?? new Float32Array(V)
+const staged = W?.f32(V) ?? new Float32Array(V)
 const sampleFrom = (logits: Float32Array, off: number): number => {
-  logSoftmaxInto(lp, 0, logits, off, V)
   let u = rng.float()
+  if (W === undefined) {
+    logSoftmaxInto(lp, 0, logits, off, V)
+    for (let v = 0; v < V; v++) probs[v] = Math.exp(lp[v]!)
+  } else if (W.has(logits)) {
+    W.kernels.logSoftmax(ptr(lp), ptr(probs), ptr(logits, off), V, 0)
+  } else {
+    staged.set(logits.subarray(off, off + V))
+    W.kernels.logSoftmax(ptr(lp), ptr(probs), ptr(staged), V, 0)
+  }
   for (let v = 0; v < V; v++) {
-    u -= Math.exp(lp[v]!)
+    u -= probs[v]!
     if (u < 0) return v
   }
   return V - 1
