@@ -15,7 +15,15 @@
  *    request through the gateway (the same SDK, in this process): the time to the first content chunk, and how
  *    the chunks spread over the completion (goal: within 1.2x of the policy's own, chunks spread).
  *
- * Run: `npm run bench:gateway-agents [-- --workers 4 --requests 10 --rounds 3 --ttft 20]`.
+ * 3. **CPU per request.** What a request costs this process's CPU, the client's included (one keep-alive
+ *    `node:http` client, requests one after another), in alternating rounds: a raw `node:http` server answering
+ *    the completion, a bare `@effect/platform` app on `NodeHttpServer` reading the JSON body and answering the
+ *    same, and the gateway with the instant policy (rollouts of 10 requests each, as the agents send). CPU time,
+ *    not wall time, so a loaded machine changes the figures less; it says what a burst of 256 requests costs at
+ *    the least (256 x the cost).
+ *
+ * Run: `npm run bench:gateway-agents [-- --workers 4 --requests 10 --rounds 3 --ttft 20]` (`--ttft-only`,
+ * `--cpu-only`).
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -23,6 +31,11 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -45,6 +58,7 @@ const WORKERS = flag("workers", 4)
 const REQUESTS = flag("requests", 10)
 const ROUNDS = flag("rounds", 3)
 const TTFT_RUNS = flag("ttft", 20)
+const CPU_ROUNDS = flag("cpu-rounds", 5)
 
 const ms = (n: number) => `${n.toFixed(2)} ms`
 const row = (name: string, values: ReadonlyArray<number>) =>
@@ -254,10 +268,110 @@ const ttft = Effect.gen(function* () {
   console.log(`  through gateway  ${spread(gateway)}`)
 })
 
+/** One request after another over one keep-alive connection: what each costs this process's CPU, in us. */
+const cpuPerRequest = (url: string, key: string, count: number) =>
+  Effect.promise(async () => {
+    const target = new URL(url)
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const send = () =>
+      new Promise<void>((resolve, reject) => {
+        const request = http.request(
+          {
+            host: target.hostname,
+            port: target.port,
+            path: target.pathname,
+            method: "POST",
+            agent,
+            headers: {
+              authorization: `Bearer ${key}`,
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(BODY)
+            }
+          },
+          (response) => {
+            response.resume()
+            response.once("end", () =>
+              response.statusCode === 200 ? resolve() : reject(new Error(`status ${response.statusCode}`))
+            )
+          }
+        )
+        request.once("error", reject)
+        request.end(BODY)
+      })
+    const start = process.cpuUsage()
+    for (let i = 0; i < count; i++) await send()
+    const used = process.cpuUsage(start)
+    agent.destroy()
+    return (used.user + used.system) / count
+  })
+
+/** A bare `@effect/platform` app on `NodeHttpServer`: the JSON body read, the completion answered. */
+const bareApp = Effect.gen(function* () {
+  const context = yield* Layer.build(
+    Layer.provideMerge(
+      HttpServer.serve(
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.as(Effect.orDie(request.json), HttpServerResponse.unsafeJson(COMPLETION))
+        )
+      ),
+      NodeHttpServer.layer(() => http.createServer(), { port: 0, host: "127.0.0.1" })
+    )
+  )
+  const address = Context.get(context, HttpServer.HttpServer).address
+  return `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}/v1/chat/completions`
+})
+
+const cpu = Effect.gen(function* () {
+  const server = yield* baseline
+  const plainUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`
+  const bareUrl = yield* bareApp
+  /** 20 rollouts of the instant policy, 10 requests each through the gateway: CPU per request. */
+  const gatewayRound = Effect.gen(function* () {
+    let total = 0
+    for (let r = 0; r < 20; r++) {
+      total += yield* Rollout.run(
+        instant,
+        RolloutGateway.withEndpoint((endpoint) =>
+          cpuPerRequest(`${endpoint.baseUrl}/chat/completions`, Redacted.value(endpoint.apiKey), 10)
+        )
+      ).pipe(Effect.map((finished) => finished.value))
+    }
+    return total / 20
+  })
+  const rows = { raw: [] as Array<number>, bare: [] as Array<number>, gateway: [] as Array<number> }
+  for (let round = -1; round < CPU_ROUNDS; round++) {
+    const raw = yield* cpuPerRequest(plainUrl, "none", 200)
+    const bare = yield* cpuPerRequest(bareUrl, "none", 200)
+    const gateway = yield* gatewayRound
+    if (round >= 0) {
+      rows.raw.push(raw)
+      rows.bare.push(bare)
+      rows.gateway.push(gateway)
+    }
+  }
+  const us = (xs: ReadonlyArray<number>) =>
+    `${Math.min(...xs).toFixed(0)} / ${quantile(xs, 0.5).toFixed(0)} / ${Math.max(...xs).toFixed(0)} us`
+  console.log(
+    `\nCPU per request, this process (client included), min / median / max of ${CPU_ROUNDS} rounds, load ${loadavg()[0]!.toFixed(2)}:`
+  )
+  console.log(`  raw node:http server           ${us(rows.raw)}`)
+  console.log(
+    `  bare @effect/platform app       ${us(rows.bare)}  (${(quantile(rows.bare, 0.5) / quantile(rows.raw, 0.5)).toFixed(1)}x raw)`
+  )
+  console.log(
+    `  through the gateway             ${us(rows.gateway)}  (${(quantile(rows.gateway, 0.5) / quantile(rows.raw, 0.5)).toFixed(1)}x raw)`
+  )
+  console.log(
+    `  a burst of ${AGENTS} requests costs at least ${((AGENTS * quantile(rows.gateway, 0.5)) / 1000).toFixed(0)} ms of CPU through the gateway, ${((AGENTS * quantile(rows.bare, 0.5)) / 1000).toFixed(0)} ms on the bare platform app, ${((AGENTS * quantile(rows.raw, 0.5)) / 1000).toFixed(0)} ms raw`
+  )
+})
+
 const program = Effect.gen(function* () {
   console.log(`rollout gateway, agents in processes (node ${process.version}, load ${loadavg()[0]!.toFixed(2)})`)
-  if (!process.argv.includes("--ttft-only")) yield* scale
-  yield* ttft
+  const only = process.argv.includes("--ttft-only") ? "ttft" : process.argv.includes("--cpu-only") ? "cpu" : undefined
+  if (only === undefined) yield* scale
+  if (only !== "ttft") yield* cpu
+  if (only !== "cpu") yield* ttft
 }).pipe(Effect.scoped, Effect.provide(RolloutGateway.layer()))
 
 Effect.runPromise(program).catch((error) => {
