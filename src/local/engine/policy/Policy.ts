@@ -49,7 +49,7 @@ import { decodeThread, isShared, sharedFloat32, type ThreadPolicy } from "./Deco
 import { type FloatArray, Grow, GrowInt } from "./Kernels.js"
 import { type BatchOutput, PackedBatch } from "./PackedBatch.js"
 import { checkConfig, DEFAULT_POLICY_CONFIG, type Layout, layoutOf, type PolicyConfig } from "./PolicyConfig.js"
-import { type Heap, heap, ptr } from "./Wasm.js"
+import { type Heap, heap, MIN_BLOCK, ptr } from "./Wasm.js"
 
 /**
  * The chunks a batched decoding step is cut into when it is shared with the decoding thread: enough that a thread
@@ -240,7 +240,7 @@ export class Policy implements LanguageModel<PolicyState> {
   readonly emptyState = (expected: number): PolicyState => {
     let capacity = 16
     while (capacity < expected + 16) capacity *= 2
-    capacity = Math.min(capacity, this.contextLength)
+    capacity = this.fit(capacity)
     const d = this.config.dModel
     const kv = Array.from({ length: this.config.nLayers }, () => this.makeState(capacity * 2 * d))
     return new PolicyState(0, kv, capacity, this.makeState(d))
@@ -249,7 +249,7 @@ export class Policy implements LanguageModel<PolicyState> {
   /** A copy of a state (for several completions of one prompt). */
   readonly fork = (state: PolicyState): PolicyState => {
     const row = 2 * this.config.dModel
-    const capacity = Math.min(this.contextLength, Math.max(16, state.length + 16))
+    const capacity = this.fit(Math.max(16, state.length + 16))
     const kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
     const last = this.makeState(this.config.dModel)
     last.set(state.last)
@@ -469,6 +469,19 @@ export class Policy implements LanguageModel<PolicyState> {
   }
 
   /**
+   * The capacity of a state's caches that must hold `rows` rows: in the kernels' memory, as many as the block they
+   * get holds (blocks are powers of two bytes, so the rows past `rows` cost nothing and put off the copy of growing);
+   * at most the context length.
+   */
+  private fit(rows: number): number {
+    if (this.heap === undefined) return Math.min(this.contextLength, rows)
+    const row = 2 * this.config.dModel * 4
+    let block = MIN_BLOCK
+    while (block < rows * row) block *= 2
+    return Math.min(this.contextLength, Math.floor(block / row))
+  }
+
+  /**
    * A new state buffer of `size` floats holding the first `n` of `src`: copied by the kernels when both are in
    * their memory (a typed array's `set` between views of shared memory copies word by word).
    */
@@ -482,7 +495,7 @@ export class Policy implements LanguageModel<PolicyState> {
 
   private growState(state: PolicyState): void {
     const row = 2 * this.config.dModel
-    const capacity = Math.min(this.contextLength, Math.max(16, state.capacity * 2))
+    const capacity = this.fit(Math.max(16, state.capacity * 2))
     state.kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
     state.capacity = capacity
   }

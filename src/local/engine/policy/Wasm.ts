@@ -143,7 +143,8 @@ const PAGE = 65_536
 export const MAX_PAGES = 32_768
 /** Where blocks start: the first 64 KiB hold the allocator's slot (the bump pointer, a Uint32 at 0). */
 const HEAP_START = PAGE
-const MIN_BLOCK = 64
+/** The smallest block the allocator hands out; blocks are powers of two bytes from it up. */
+export const MIN_BLOCK = 64
 
 let compiled: object | undefined
 const compile = (): object => {
