@@ -101,6 +101,12 @@ export const trainMcp = (flags: TrainMcpFlags) =>
     if (flags.judge !== undefined && flags.reward !== undefined) {
       return yield* usage("pass --reward or --judge, not both (the judge scores when there is no reward module)")
     }
+    if (flags.reward === undefined && flags.judge === undefined && process.env.WANDB_API_KEY === undefined) {
+      // The default judge is the base model trained: the embedded ones cannot judge (their scores are not scores).
+      return yield* usage(
+        "on the embedded backend, pass --reward <module>: its base models cannot judge (or --judge <model> for a judge you serve)"
+      )
+    }
     const server = yield* serverOf(flags)
     const reward = flags.reward === undefined ? undefined : yield* loadReward(flags.reward)
     const label = McpTools.labelOf(server)
@@ -127,10 +133,10 @@ export const trainMcp = (flags: TrainMcpFlags) =>
             const writer = yield* Policy.base(flags.writer!)
             const written = yield* McpScenarios.write({ policy: writer, tools: servers.tools, count: flags.generate })
             yield* McpScenarios.save(flags.scenarios, written.scenarios)
-            const { duplicates, unknownTools, malformed } = written.dropped
+            const { duplicates, unknownTools, malformed, tooShort } = written.dropped
             yield* Effect.log(
               `train-mcp: wrote ${written.scenarios.length} scenarios to ${flags.scenarios} in ${written.requests} ` +
-                `completion(s) (dropped ${duplicates} repeated, ${unknownTools} naming unknown tools, ${malformed} malformed)`
+                `completion(s) (dropped ${duplicates} repeated, ${unknownTools} naming unknown tools, ${malformed} malformed, ${tooShort} too short)`
             )
           }
           const scenarios = yield* readScenarios(flags.scenarios)

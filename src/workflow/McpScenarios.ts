@@ -2,7 +2,8 @@
  * Training scenarios written from an MCP server's tools by a model: tasks a user could ask that need those tools,
  * asked for as structured output (a JSON object `{"tasks": [{"task", "tools"}]}`), in batches until enough are
  * kept. A task whose `tools` name one the server does not list is dropped, as is one that repeats another (the same
- * words, whatever the case, spacing or punctuation); each line of the file is one {@link Scenario}, which
+ * words, whatever the case, spacing or punctuation) and one of fewer than {@link MIN_TASK_WORDS} words (no task a
+ * user would give: what the embedded base models write, `"desas"`); each line of the file is one {@link Scenario}, which
  * `TrainingLoop` (as its scenarios) and `effect-rl train-agent` / `train-mcp` (`--scenarios`) read.
  *
  * The model is any `Policy`: a hosted instruction model writes useful tasks. The embedded backend's base models
@@ -87,8 +88,16 @@ export interface WriteOptions {
 export interface Written {
   /** The scenarios kept, in the order written (at most `count`). */
   readonly scenarios: ReadonlyArray<Scenario>
-  /** Tasks dropped: repeats, tasks naming tools the server does not list, answers that did not parse. */
-  readonly dropped: { readonly duplicates: number; readonly unknownTools: number; readonly malformed: number }
+  /**
+   * Tasks dropped: repeats, tasks naming tools the server does not list, answers that did not parse, tasks of fewer
+   * than {@link MIN_TASK_WORDS} words.
+   */
+  readonly dropped: {
+    readonly duplicates: number
+    readonly unknownTools: number
+    readonly malformed: number
+    readonly tooShort: number
+  }
   /** Completions made. */
   readonly requests: number
 }
@@ -143,6 +152,9 @@ export const responseFormat = (tools: ReadonlyArray<ToolInfo>, n: number): Respo
 }
 
 /** A task's words as compared for repeats: lower case, punctuation and runs of spaces as one space. */
+/** The fewest words a task is kept with (a request a user gives the agent: "Add 2 and 40" has four). */
+export const MIN_TASK_WORDS = 3
+
 export const normalize = (task: string): string =>
   task
     .toLowerCase()
@@ -159,8 +171,8 @@ const unfence = (text: string): string => {
 }
 
 /**
- * Sorts the tasks of answers into kept and dropped: kept if its text is not empty, every tool it names is listed
- * and it repeats no task kept before it (nor one of `seen`).
+ * Sorts the tasks of answers into kept and dropped: kept if it has {@link MIN_TASK_WORDS} words or more, every tool
+ * it names is listed and it repeats no task kept before it (nor one of `seen`).
  */
 export const sift = (
   answers: ReadonlyArray<string>,
@@ -173,6 +185,7 @@ export const sift = (
   let duplicates = 0
   let unknownTools = 0
   let malformed = 0
+  let tooShort = 0
   for (const text of answers) {
     const decoded = Schema.decodeUnknownEither(Answer)(unfence(text))
     if (Either.isLeft(decoded)) {
@@ -182,6 +195,7 @@ export const sift = (
     for (const candidate of decoded.right.tasks) {
       const key = normalize(candidate.task)
       if (key === "") malformed += 1
+      else if (key.split(" ").length < MIN_TASK_WORDS) tooShort += 1
       else if (candidate.tools.length === 0 || candidate.tools.some((name) => !known.has(name))) unknownTools += 1
       else if (keys.has(key)) duplicates += 1
       else {
@@ -190,7 +204,7 @@ export const sift = (
       }
     }
   }
-  return { kept, duplicates, unknownTools, malformed }
+  return { kept, duplicates, unknownTools, malformed, tooShort }
 }
 
 /**
@@ -203,7 +217,7 @@ export const write = (options: WriteOptions): Effect.Effect<Written, ApiError | 
     const maxRequests = options.maxRequests ?? 3 * Math.ceil(options.count / batch)
     const kept: Array<Scenario> = []
     const seen = new Set<string>()
-    const dropped = { duplicates: 0, unknownTools: 0, malformed: 0 }
+    const dropped = { duplicates: 0, unknownTools: 0, malformed: 0, tooShort: 0 }
     let requests = 0
     while (kept.length < options.count && requests < maxRequests) {
       const n = Math.min(batch, options.count - kept.length)
@@ -222,6 +236,7 @@ export const write = (options: WriteOptions): Effect.Effect<Written, ApiError | 
       dropped.duplicates += sifted.duplicates
       dropped.unknownTools += sifted.unknownTools
       dropped.malformed += sifted.malformed
+      dropped.tooShort += sifted.tooShort
       yield* Effect.logDebug(`McpScenarios.write: ${kept.length} of ${options.count} after ${requests} completion(s)`)
     }
     if (kept.length === 0) {
@@ -230,7 +245,7 @@ export const write = (options: WriteOptions): Effect.Effect<Written, ApiError | 
         description:
           `the model ${options.policy.name} wrote no usable task in ${requests} completion(s) ` +
           `(${dropped.malformed} malformed, ${dropped.unknownTools} naming tools the server does not list, ` +
-          `${dropped.duplicates} repeated)`
+          `${dropped.duplicates} repeated, ${dropped.tooShort} of fewer than ${MIN_TASK_WORDS} words)`
       })
     }
     return { scenarios: kept, dropped, requests }

@@ -33,7 +33,7 @@ describe("MCP", () => {
   it("effect-rl train-mcp: a step on the example's server and tasks; refusals", { timeout: 300_000 }, async () => {
     const server = `node ${join(root, "examples/mcp/server.mjs")}`
     const scenarios = join(root, "examples/mcp/scenarios.jsonl")
-    const [run, both, generate] = await Promise.all([
+    const [run, both, generate, noReward] = await Promise.all([
       trainMcp([
         server,
         "--scenarios",
@@ -50,7 +50,8 @@ describe("MCP", () => {
         "80"
       ]),
       trainMcp([server, "--url", "http://127.0.0.1:9/mcp", "--scenarios", scenarios]),
-      trainMcp([server, "--scenarios", scenarios, "--generate", "4"])
+      trainMcp([server, "--scenarios", scenarios, "--generate", "4"]),
+      trainMcp([server, "--scenarios", scenarios])
     ])
     expect(run.code, run.out).toBe(0)
     expect(run.out).toContain("lists weather, time")
@@ -59,5 +60,8 @@ describe("MCP", () => {
     expect(both.out).toContain("its command line")
     expect(generate.code).toBe(2)
     expect(generate.out).toContain("--generate <n> and --writer <model> go together")
+    // No reward module on the embedded backend: the default judge (the base model) cannot judge; said at once.
+    expect(noReward.code).toBe(2)
+    expect(noReward.out).toContain("on the embedded backend, pass --reward <module>")
   })
 })

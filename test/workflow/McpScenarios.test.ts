@@ -26,6 +26,7 @@ describe("McpScenarios", () => {
         {
           content: tasks(
             ["Echo the word 'hello'.", ["echo"]],
+            ["desas", ["echo"]],
             ["Add 2 and 40.", ["add"]],
             ["echo the word HELLO", ["echo"]],
             ["Delete the file /tmp/x.", ["delete_file"]],
@@ -44,7 +45,7 @@ describe("McpScenarios", () => {
         { task: "Echo 'bye' back.", tools: ["echo"] },
         { task: "Wait 10 ms with slow.", tools: ["slow"] }
       ])
-      expect(written.dropped).toEqual({ duplicates: 2, unknownTools: 1, malformed: 1 })
+      expect(written.dropped).toEqual({ duplicates: 2, unknownTools: 1, malformed: 1, tooShort: 1 })
       expect(written.requests).toBe(4)
       // Each completion asks for what is still missing, the tools listed with their schemas, as structured output.
       const requests = yield* Ref.get(sent)
