@@ -488,7 +488,9 @@ const trainMcpTable = table(
     ),
     judge: text("judge", "model").pipe(
       Options.optional,
-      describe("without --reward: the judge model scoring each group together (default: the base model trained)")
+      describe(
+        "without --reward: the judge model scoring each group together (default on the hosted service: the base model trained)"
+      )
     ),
     perRollout: Options.boolean("per-rollout").pipe(
       describe("start a server for each rollout (for servers that keep state) rather than one for the run")
