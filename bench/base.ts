@@ -1,6 +1,6 @@
 /**
- * What the pretrained base model (`effect-rl/base-2k`) does before any RL, beside the random-init model of the
- * same shape (`effect-rl/tiny-2k`), all at temperature 1 with fixed seeds; then, unless `--rl=0`, a shop agent
+ * What the pretrained base model (`effect-rl/base-2k`) does before any RL, beside a random-init model of the
+ * same shape, all at temperature 1 with fixed seeds; then, unless `--rl=0`, a shop agent
  * trained with RL from it.
  *
  *   npx tsx bench/base.ts [--weights=file.erlp] [--eval=0|1] [--random=0|1] [--rl=0|1] [--rl-steps=20]
@@ -41,10 +41,10 @@ import type { ChatCompletionRequest } from "../src/api/ChatCompletion.js"
 import type { Message, Tool } from "../src/api/ChatMessage.js"
 import * as Backend from "../src/Backend.js"
 import { loadCheckpoint } from "../src/local/engine/policy/Checkpoint.js"
-import type { Policy as EnginePolicy } from "../src/local/engine/policy/Policy.js"
+import { Policy as EnginePolicy } from "../src/local/engine/policy/Policy.js"
 import { Rng } from "../src/local/engine/Random.js"
 import { complete } from "../src/local/engine/Sampler.js"
-import { basePolicy, LONG_CONTEXT_MODEL, PRETRAINED_MODEL } from "../src/local/server/internal/baseModels.js"
+import { basePolicy, PRETRAINED_MODEL } from "../src/local/server/internal/baseModels.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as Reward from "../src/workflow/Reward.js"
 import * as Tools from "../src/workflow/Tools.js"
@@ -61,7 +61,8 @@ const base: EnginePolicy =
   weightsFile === undefined
     ? basePolicy(PRETRAINED_MODEL)!
     : loadCheckpoint(new Uint8Array(readFileSync(weightsFile))).policy
-const random: EnginePolicy = basePolicy(LONG_CONTEXT_MODEL)!
+// The random-init model of the evaluated base's shape (seed 0, as the random-init base models).
+const random: EnginePolicy = EnginePolicy.create(base.config, { seed: 0 })
 
 const ask = (policy: EnginePolicy, request: ChatCompletionRequest) =>
   complete(policy, { temperature: 1, ...request }, { modelName: "bench" })
@@ -332,7 +333,7 @@ console.log(`load average ${loadavg()[0]!.toFixed(2)}; temperature 1`)
 if (args.get("eval") !== "0") {
   report(weightsFile === undefined ? PRETRAINED_MODEL : `${PRETRAINED_MODEL} from ${weightsFile}`, base)
 }
-if (args.get("random") !== "0") report(`${LONG_CONTEXT_MODEL} (random init, same shape)`, random)
+if (args.get("random") !== "0") report("random init, same shape", random)
 
 // 5. RL: a shop agent ----------------------------------------------------------------------------------------
 

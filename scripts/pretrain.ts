@@ -9,7 +9,9 @@
  *
  * Options: `--seed n`, `--steps n`, `--stop-after n` (end after n steps of the `--steps` schedule), `--out file`
  * (default `assets/base-2k.erlp`), `--snapshots dir` (a checkpoint every 100 steps, to evaluate while it runs),
- * `--sample n`. Writes `<out>`, `<out>.sha256`
+ * `--sample n`; to compare other runs (each defaults to the shipped run's): the shape (`--d-model n`, `--layers n`,
+ * `--heads n`, `--ff n`), `--learning-rate x`, `--drill-steps n`. Evaluate a file with
+ * `npx tsx bench/base.ts --weights=<file> --rl=0`. Writes `<out>`, `<out>.sha256`
  * (`sha256sum` format) and `<out>.json` (the options, the checksum after the first steps, the time taken).
  * Single-threaded and deterministic: the same options give the same file bit for bit.
  */
@@ -28,7 +30,13 @@ const { values } = parseArgs({
     "stop-after": { type: "string" },
     out: { type: "string" },
     snapshots: { type: "string" },
-    sample: { type: "string" }
+    sample: { type: "string" },
+    "d-model": { type: "string" },
+    layers: { type: "string" },
+    heads: { type: "string" },
+    ff: { type: "string" },
+    "learning-rate": { type: "string" },
+    "drill-steps": { type: "string" }
   }
 })
 
@@ -43,7 +51,16 @@ if (values.sample !== undefined) {
 const options: PretrainOptions = {
   ...SHIPPED_RUN,
   seed: Number(values.seed ?? SHIPPED_RUN.seed),
-  steps: Number(values.steps ?? SHIPPED_RUN.steps)
+  steps: Number(values.steps ?? SHIPPED_RUN.steps),
+  config: {
+    ...SHIPPED_RUN.config,
+    dModel: Number(values["d-model"] ?? SHIPPED_RUN.config.dModel),
+    nLayers: Number(values.layers ?? SHIPPED_RUN.config.nLayers),
+    nHeads: Number(values.heads ?? SHIPPED_RUN.config.nHeads),
+    dFf: Number(values.ff ?? SHIPPED_RUN.config.dFf)
+  },
+  learningRate: Number(values["learning-rate"] ?? SHIPPED_RUN.learningRate),
+  drillSteps: Number(values["drill-steps"] ?? SHIPPED_RUN.drillSteps)
 }
 const stopAfter = Number(values["stop-after"] ?? options.steps)
 const out = values.out ?? "assets/base-2k.erlp"
