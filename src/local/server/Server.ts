@@ -54,7 +54,6 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
-import { fairScheduler } from "../../internal/fairScheduler.js"
 import { DEFAULT_LIMITS } from "../engine/Sampler.js"
 import * as Files from "../store/Files.js"
 import type * as Store from "../store/Store.js"
@@ -177,9 +176,7 @@ export const layer = (
         Layer.provide(apiLayer(maxBodySize, options.dataDir)),
         Layer.provide(sampling),
         // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
-        Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false })),
-        // Requests' fibers give the event loop back every few milliseconds (`internal/fairScheduler.ts`).
-        Layer.provide(Layer.setScheduler(fairScheduler))
+        Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false }))
       )
       const node = NodeHttpServer.layer(nodeServer(options), {
         host: options.host ?? DEFAULT_HOST,
