@@ -151,10 +151,10 @@ export const responseFormat = (tools: ReadonlyArray<ToolInfo>, n: number): Respo
   }
 }
 
-/** A task's words as compared for repeats: lower case, punctuation and runs of spaces as one space. */
 /** The fewest words a task is kept with (a request a user gives the agent: "Add 2 and 40" has four). */
 export const MIN_TASK_WORDS = 3
 
+/** A task's words as compared for repeats: lower case, punctuation and runs of spaces as one space. */
 export const normalize = (task: string): string =>
   task
     .toLowerCase()
