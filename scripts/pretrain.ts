@@ -10,7 +10,8 @@
  * Options: `--seed n`, `--steps n`, `--stop-after n` (end after n steps of the `--steps` schedule), `--out file`
  * (default `assets/base-2k.erlp`), `--snapshots dir` (a checkpoint every 100 steps, to evaluate while it runs),
  * `--sample n`; to compare other runs (each defaults to the shipped run's): the shape (`--d-model n`, `--layers n`,
- * `--heads n`, `--ff n`), `--learning-rate x`, `--drill-steps n`. Evaluate a file with
+ * `--heads n`, `--ff n`), `--learning-rate x`, `--drill-steps n`, `--kernels wasm|js` (default js, the shipped
+ * run's). Evaluate a file with
  * `npx tsx bench/base.ts --weights=<file> --rl=0`. Writes `<out>`, `<out>.sha256`
  * (`sha256sum` format) and `<out>.json` (the options, the checksum after the first steps, the time taken).
  * Single-threaded and deterministic: the same options give the same file bit for bit.
@@ -36,7 +37,8 @@ const { values } = parseArgs({
     heads: { type: "string" },
     ff: { type: "string" },
     "learning-rate": { type: "string" },
-    "drill-steps": { type: "string" }
+    "drill-steps": { type: "string" },
+    kernels: { type: "string" }
   }
 })
 
@@ -46,6 +48,11 @@ if (values.sample !== undefined) {
     console.log(decode(corpus.nextRendered().ids, { skipSpecialTokens: false }))
   }
   process.exit(0)
+}
+
+function kernelsOf(name: string): "js" | "wasm" {
+  if (name !== "js" && name !== "wasm") throw new Error(`--kernels must be js or wasm, got '${name}'`)
+  return name
 }
 
 const options: PretrainOptions = {
@@ -60,7 +67,8 @@ const options: PretrainOptions = {
     dFf: Number(values.ff ?? SHIPPED_RUN.config.dFf)
   },
   learningRate: Number(values["learning-rate"] ?? SHIPPED_RUN.learningRate),
-  drillSteps: Number(values["drill-steps"] ?? SHIPPED_RUN.drillSteps)
+  drillSteps: Number(values["drill-steps"] ?? SHIPPED_RUN.drillSteps),
+  ...(values.kernels === undefined ? {} : { kernels: kernelsOf(values.kernels) })
 }
 const stopAfter = Number(values["stop-after"] ?? options.steps)
 const out = values.out ?? "assets/base-2k.erlp"

@@ -27,11 +27,9 @@ export const BASE_MODEL = "effect-rl/tiny"
 export const LONG_CONTEXT_MODEL = "effect-rl/tiny-2k"
 
 /**
- * The pretrained base model: 2,048 tokens of context like `effect-rl/tiny-2k`, twice as wide (96, MLP 384; 2
- * blocks, 4 heads), pretrained on conversations in the chat template (tool calls and answers that use their
- * results, JSON, yes/no, choices, copying from the prompt), so it writes ASCII words, numbers and JSON from the
- * start. Models trained from an earlier base of this name keep their own checkpoints, whose shape is in the file.
- * The random-init models stay for tests that need them.
+ * The pretrained base model: the shape of `effect-rl/tiny-2k`, pretrained on conversations in the chat
+ * template (tool calls and answers that use their results, JSON, yes/no, choices, copying from the prompt), so
+ * it writes ASCII words, numbers and JSON from the start. The random-init models stay for tests that need them.
  */
 export const PRETRAINED_MODEL = "effect-rl/base-2k"
 
@@ -75,7 +73,7 @@ const models: ReadonlyMap<string, BaseModel> = new Map<string, BaseModel>([
     PRETRAINED_MODEL,
     {
       weights: PRETRAINED_WEIGHTS_URL,
-      config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048, dModel: 96, dFf: 384 },
+      config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 },
       learningRates: PRETRAINED_RATES
     }
   ]
