@@ -101,13 +101,13 @@ export const trainMcp = (flags: TrainMcpFlags) =>
     if (flags.judge !== undefined && flags.reward !== undefined) {
       return yield* usage("pass --reward or --judge, not both (the judge scores when there is no reward module)")
     }
+    const server = yield* serverOf(flags)
     if (flags.reward === undefined && flags.judge === undefined && process.env.WANDB_API_KEY === undefined) {
       // The default judge is the base model trained: the embedded ones cannot judge (their scores are not scores).
       return yield* usage(
         "on the embedded backend, pass --reward <module>: its base models cannot judge (or --judge <model> for a judge you serve)"
       )
     }
-    const server = yield* serverOf(flags)
     const reward = flags.reward === undefined ? undefined : yield* loadReward(flags.reward)
     const label = McpTools.labelOf(server)
     const groupSize = flags.groupSize ?? DEFAULTS.groupSize

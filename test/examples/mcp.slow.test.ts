@@ -1,8 +1,8 @@
 /**
  * `effect-rl train-mcp` run as a user runs it on the `mcp` example's server (its own process over stdio) and tasks,
  * on the embedded backend: one step with the example's reward module, the summary line; refusals before anything
- * starts (exit code 2). (The example's learning is not asserted here: it rose in three of five measured runs, see
- * its header.)
+ * starts (exit code 2); and the example itself, run as a user runs it, learning: its reward over the last three of
+ * its six steps above its first step's (so in twelve runs measured, see its header).
  */
 
 import { spawn } from "node:child_process"
@@ -30,6 +30,29 @@ const trainMcp = (args: ReadonlyArray<string>) =>
   })
 
 describe("MCP", () => {
+  it("examples/mcp.ts: the reward of the last three steps is above the first step's", {
+    timeout: 300_000
+  }, async () => {
+    const { WANDB_API_KEY: _, EFFECT_RL_BASE_MODEL: __, ...env } = process.env
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "examples/mcp.ts")], {
+      cwd: root,
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    child.stdout.on("data", (chunk) => {
+      out += chunk
+    })
+    child.stderr.on("data", (chunk) => {
+      out += chunk
+    })
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
+    expect(code, out).toBe(0)
+    const summary = summaryOf(out)
+    expect(summary.steps).toBe(6)
+    expect(summary.last3_reward!, out).toBeGreaterThan(summary.first_reward!)
+  })
+
   it("effect-rl train-mcp: a step on the example's server and tasks; refusals", { timeout: 300_000 }, async () => {
     const server = `node ${join(root, "examples/mcp/server.mjs")}`
     const scenarios = join(root, "examples/mcp/scenarios.jsonl")
