@@ -105,20 +105,26 @@ export const make = (options: ListenOptions) =>
     // No server span a request (the platform's default): nothing here reads them, and making one (the URL parsed,
     // the headers redacted into attributes) was a tenth of the gateway's CPU per request (bench:gateway-agents).
     const serveUntraced = HttpMiddleware.withTracerDisabledWhenEffect(() => true)
-    yield* serveUntraced(server.serve(
-      Effect.gen(function* () {
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const match = ROUTE.exec(request.url)
-        if (match === null) return notARollout()
-        const id = match[1]!
-        const verdict = keys.check(id, presentedKey(request.headers as Readonly<Record<string, string | undefined>>))
-        if (verdict === "Ended") return ended()
-        const entry = entries.get(id)
-        if (verdict !== "Ok" || entry === undefined) return unauthorized()
-        const url = `${match[2] ?? "/"}${match[3] ?? ""}`
-        return yield* Effect.provideService(entry.answer, HttpServerRequest.HttpServerRequest, request.modify({ url }))
-      })
-    ))
+    yield* serveUntraced(
+      server.serve(
+        Effect.gen(function* () {
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const match = ROUTE.exec(request.url)
+          if (match === null) return notARollout()
+          const id = match[1]!
+          const verdict = keys.check(id, presentedKey(request.headers as Readonly<Record<string, string | undefined>>))
+          if (verdict === "Ended") return ended()
+          const entry = entries.get(id)
+          if (verdict !== "Ok" || entry === undefined) return unauthorized()
+          const url = `${match[2] ?? "/"}${match[3] ?? ""}`
+          return yield* Effect.provideService(
+            entry.answer,
+            HttpServerRequest.HttpServerRequest,
+            request.modify({ url })
+          )
+        })
+      )
+    )
     const address = server.address
     const port = address._tag === "TcpAddress" ? address.port : (options.port ?? 0)
     const url = `http://${advertised(options, host)}:${port}`
