@@ -12,8 +12,11 @@
  * 2. **Time to first token, streamed.** The embedded backend (`effect-rl serve`, in a process of its own, as the
  *    hosted service is: its decoding does not share this event loop with the relay) samples 256 tokens; the policy's
  *    own streamed request (the `openai` SDK straight at the backend) against a rollout's agent streaming the same
- *    request through the gateway (the same SDK, in this process): the time to the first content chunk, and how
- *    the chunks spread over the completion (goal: within 1.2x of the policy's own, chunks spread).
+ *    request through the gateway: the time to the first content chunk, and how the chunks spread over the
+ *    completion (goal: within 1.2x of the policy's own, chunks spread). The SDK runs in a child process of its own
+ *    (`gateway/streamer.mjs`, a new client a request), for both: an agent is a process of its own, and an SDK on
+ *    the gateway's event loop would share its CPU with the relay. Beside them, the policy's own request as the
+ *    rollout sends it upstream (log-probabilities, token ids and usage asked for, which the trace records).
  *
  * 3. **CPU per request.** What a request costs this process's CPU, the client's included (one keep-alive
  *    `node:http` client, requests one after another), in alternating rounds: a raw `node:http` server answering
@@ -31,6 +34,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
+import { createInterface } from "node:readline"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -41,7 +45,6 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import OpenAI from "openai"
 import * as Backend from "../src/Backend.js"
 import * as Policy from "../src/workflow/Policy.js"
 import * as Rollout from "../src/workflow/Rollout.js"
@@ -167,13 +170,6 @@ const scale = Effect.gen(function* () {
   }
 })
 
-/** A streamed request's time from `start` to its first content chunk, and the spread of its chunks, in ms. */
-const timing = async (start: number, chunks: AsyncIterable<{ readonly content: boolean }>) => {
-  const arrivals: Array<number> = []
-  for await (const chunk of chunks) if (chunk.content) arrivals.push(performance.now() - start)
-  return { first: arrivals[0] ?? Number.NaN, last: arrivals.at(-1) ?? Number.NaN, count: arrivals.length }
-}
-
 /** The embedded backend in a process of its own, for the life of the scope: its URL and key. */
 const backendProcess = Effect.acquireRelease(
   Effect.promise(async () => {
@@ -186,6 +182,28 @@ const backendProcess = Effect.acquireRelease(
       await stopServer(server.child)
       rmSync(dir, { recursive: true, force: true })
     })
+)
+
+/** The agent's process: one streamed request at a time, its timing (see `gateway/streamer.mjs`). */
+const streamer = Effect.acquireRelease(
+  Effect.sync(() => {
+    const child = spawn(process.execPath, [new URL("./gateway/streamer.mjs", import.meta.url).pathname], {
+      stdio: ["pipe", "pipe", "inherit"]
+    })
+    const replies = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+    return {
+      child,
+      /** Streams `request` to `model` at `baseUrl` from the child: ms to the first and last content chunk. */
+      stream: (baseUrl: string, apiKey: string, model: string, request: object) =>
+        Effect.promise(async () => {
+          child.stdin.write(`${JSON.stringify({ baseUrl, apiKey, model, request })}\n`)
+          const reply = await replies.next()
+          if (reply.done === true) throw new Error("the agent process ended")
+          return JSON.parse(reply.value as string) as { first: number; last: number; count: number }
+        })
+    }
+  }),
+  ({ child }) => Effect.sync(() => child.kill())
 )
 
 const ttft = Effect.gen(function* () {
@@ -202,54 +220,46 @@ const ttft = Effect.gen(function* () {
     Policy.trainable({ project: "bench", name: "ttft", base_model: "effect-rl/base-2k" }),
     clients
   )
-  const direct = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: key })
-  /** The time to the first content chunk of an SDK's streamed completion, and the chunks' spread. */
-  const streamed = async (openai: OpenAI, model: string) => {
-    const start = performance.now()
-    const stream = await openai.chat.completions.create({ model, stream: true, ...request } as never)
-    return timing(
-      start,
-      (async function* () {
-        for await (const chunk of stream as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>) {
-          yield { content: (chunk.choices[0]?.delta.content ?? "") !== "" }
-        }
-      })()
-    )
-  }
+  const agent = yield* streamer
   const request = {
     messages: [{ role: "user" as const, content: "Tell me a story." }],
     max_tokens: 256,
     ignore_eos: true,
     temperature: 1
   }
-  const own: Array<{ first: number; last: number; count: number }> = []
-  const gateway: Array<{ first: number; last: number; count: number }> = []
+  // What a rollout asks of the policy beside the agent's request (Rollout.chatStream).
+  const upstream = { ...request, logprobs: true, return_token_ids: true, stream_options: { include_usage: true } }
+  type Timing = { first: number; last: number; count: number }
+  const own: Array<Timing> = []
+  const asSent: Array<Timing> = []
+  const gateway: Array<Timing> = []
   for (let run = -2; run < TTFT_RUNS; run++) {
     // The same SDK, the same request: straight at the backend (the policy's own), then through a rollout.
-    const mine = yield* Effect.promise(() => streamed(direct, policy.name))
+    const mine = yield* agent.stream(`${server.url}/v1`, key, policy.name, request)
+    const sent = yield* agent.stream(`${server.url}/v1`, key, policy.name, upstream)
     const theirs = yield* Rollout.run(
       policy,
       RolloutGateway.withEndpoint((endpoint) =>
-        Effect.promise(() =>
-          streamed(new OpenAI({ baseURL: endpoint.baseUrl, apiKey: Redacted.value(endpoint.apiKey) }), "policy")
-        )
+        agent.stream(endpoint.baseUrl, Redacted.value(endpoint.apiKey), "policy", request)
       )
     )
     if (run >= 0) {
       own.push(mine)
+      asSent.push(sent)
       gateway.push(theirs.value)
     }
   }
   const firsts = (xs: ReadonlyArray<{ first: number }>) => xs.map((x) => x.first)
   console.log(
-    `\ntime to first token, streamed, 256 tokens of effect-rl/base-2k on the embedded backend (${TTFT_RUNS} each):`
+    `\ntime to first token, streamed, 256 tokens of effect-rl/base-2k on the embedded backend, the agent in its own process (${TTFT_RUNS} each):`
   )
   console.log(row("policy's own", firsts(own)))
+  console.log(row("own, as relayed", firsts(asSent)))
   console.log(row("through gateway", firsts(gateway)))
   console.log(
     `  ratio p50 ${(quantile(firsts(gateway), 0.5) / quantile(firsts(own), 0.5)).toFixed(2)}x  p99 ${(quantile(firsts(gateway), 0.99) / quantile(firsts(own), 0.99)).toFixed(2)}x  (goal: within 1.2x)`
   )
-  const spread = (xs: ReadonlyArray<{ first: number; last: number; count: number }>) =>
+  const spread = (xs: ReadonlyArray<Timing>) =>
     `content chunks ${quantile(
       xs.map((x) => x.count),
       0.5
