@@ -25,6 +25,11 @@ export interface LanguageModel<S extends DecodeState = DecodeState> {
   readonly prefill: (ids: ArrayLike<number>) => S
   /** A copy of a state, so that several completions (`n > 1`) can share one prefill. */
   readonly fork: (state: S) => S
+  /**
+   * Gives a state's memory back at once, when its owner is done with it (optional: without it, or for a state
+   * not given back, the memory returns when the state is collected). The state must not be used again.
+   */
+  readonly release?: ((state: S) => void) | undefined
   /** Consume one more token. */
   readonly advance: (state: S, id: number) => void
   /**

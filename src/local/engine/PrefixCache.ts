@@ -203,18 +203,20 @@ export class PrefixCache implements PromptStates {
     }
     const state = yield* promptWork(model, start, ids, chunk)
     // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
-    if (best === undefined || best.ids.length < ids.length) this.keep(Int32Array.from(ids), model.fork(state))
+    if (best === undefined || best.ids.length < ids.length) this.keep(model, Int32Array.from(ids), model.fork(state))
     return state
   }
 
-  private keep(ids: Int32Array, state: DecodeState): void {
+  private keep<S extends DecodeState>(model: ExtendableModel<S>, ids: Int32Array, state: S): void {
     this.entries.push({ ids, state, used: ++this.clock })
     this.held += ids.length
     while (this.held > this.maxTokens && this.entries.length > 1) {
       let oldest = 0
       for (let i = 1; i < this.entries.length; i++) if (this.entries[i]!.used < this.entries[oldest]!.used) oldest = i
-      this.held -= this.entries[oldest]!.ids.length
-      this.entries.splice(oldest, 1)
+      const [evicted] = this.entries.splice(oldest, 1)
+      this.held -= evicted!.ids.length
+      // The cache's own copy (a prompt forks it, never holds it): its memory goes back at once.
+      model.release?.(evicted!.state as S)
     }
   }
 }

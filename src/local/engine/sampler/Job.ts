@@ -299,6 +299,10 @@ export class Job<S extends DecodeState> {
     if (this.runs.every((run) => run.finished)) {
       if (this.streamed && plan.includeUsage) this.chunks.push(this.chunk([], { usage: this.usage() }))
       this.ended = true
+      // Nothing reads a choice's state once the job has ended (the prompt cache keeps copies of its own): the
+      // model has the memory back now rather than when the states are collected (see `LanguageModel.release`).
+      const release = this.model.release
+      if (release !== undefined) for (const run of this.runs) release(run.state)
     }
   }
 }
