@@ -109,6 +109,36 @@ describe("PrefixCache", () => {
     expect(cache.tokens).toBeLessThanOrEqual(300)
   })
 
+  it("gives an evicted state and a finished completion's states back to the model at once", () => {
+    // The policy, with its `release` watched: the cache calls it for what it drops, a job for its choices' states.
+    let released = 0
+    const watched: typeof policy = Object.create(policy, {
+      release: {
+        value: (state: Parameters<typeof policy.release>[0]) => {
+          released += 1
+          policy.release(state)
+          expect(state.length).toBe(0)
+        }
+      }
+    })
+    const cache = new PrefixCache(300)
+    const ask = (content: string) => {
+      const before = released
+      complete(
+        watched,
+        { messages: [{ role: "user", content }], max_completion_tokens: 1, seed: 0, n: 2 },
+        { modelName: "m", promptStates: cache }
+      )
+      return released - before
+    }
+    // Each completion gives back its two choices' states; a prompt that pushes the cache past its bound, the
+    // state it drops too.
+    expect(ask("a".repeat(100))).toBe(2)
+    expect(ask("b".repeat(100))).toBe(2)
+    expect(ask("c".repeat(100))).toBe(3)
+    expect(cache.tokens).toBeLessThanOrEqual(300)
+  })
+
   /** Runs a generator to its end; its value and the number of pauses on the way. */
   const drive = <A>(steps: Generator<void, A>): { readonly value: A; readonly pauses: number } => {
     let pauses = 0

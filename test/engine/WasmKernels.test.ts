@@ -314,6 +314,44 @@ describe("the WebAssembly kernels", () => {
     expect(Math.sqrt(diff)).toBeLessThan(1e-3 * Math.sqrt(norm))
   })
 
+  it("Heap.release: a block given back is the next of its size, zeroed unless asked otherwise, and only once", () => {
+    const a = W.f32(3000)!
+    a.fill(7)
+    W.release(a)
+    const b = W.f32(3000)!
+    expect(b.byteOffset).toBe(a.byteOffset)
+    expect(b.every((x) => x === 0)).toBe(true)
+    b.fill(5)
+    W.release(b)
+    const c = W.f32(2900, false)!
+    expect(c.byteOffset).toBe(a.byteOffset)
+    expect(c[0]).toBe(5)
+    // Given back twice (a's block is c's now): the second time is ignored, so c's block is not handed out again.
+    W.release(a)
+    W.release(b)
+    const d = W.f32(3000)!
+    expect(d.byteOffset).not.toBe(c.byteOffset)
+    // A view that is not of the heap is left alone.
+    W.release(new Float32Array(8))
+    W.release(c)
+    W.release(d)
+  })
+
+  it("a released decoding state is emptied, and its caches' blocks are the next fork's", () => {
+    const policy = Policy.create(undefined, { seed: 5 })
+    expect(policy.heap).toBe(W)
+    const state = policy.prefill([1, 2, 3, 4, 5])
+    const logits = Array.from(policy.logits(state, new Float32Array(policy.vocabSize)))
+    const copy = policy.fork(state)
+    const blocks = copy.kv.map((kv) => kv.byteOffset)
+    policy.release(copy)
+    expect(copy.kv).toEqual([])
+    expect(copy.length).toBe(0)
+    const again = policy.fork(state)
+    expect(new Set(again.kv.map((kv) => kv.byteOffset))).toEqual(new Set(blocks))
+    expect(Array.from(policy.logits(again, new Float32Array(policy.vocabSize)))).toEqual(logits)
+  })
+
   it("are the build of their source (npm run build:wasm after editing wasm/kernels.as)", () => {
     const source = readFileSync(new URL("../../wasm/kernels.as", import.meta.url))
     expect(createHash("sha256").update(source).digest("hex")).toBe(KERNELS_SOURCE_SHA256)
