@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Take from "effect/Take"
 import type { ChatCompletion, ChatCompletionChunk, Choice } from "../api/ChatCompletion.js"
@@ -151,36 +152,52 @@ const recordedAs =
  * policy without {@link Policy.stream} is asked for the whole completion, which is then cut into chunks.
  */
 export const chatStream = (request: Request): Stream.Stream<ChatCompletionChunk, ApiError | InvalidTurn, Current> =>
-  Stream.unwrapScoped(
-    Effect.gen(function* () {
-      const { policy, recorder } = yield* Current
-      const stream = policy.stream
-      if (stream === undefined) {
-        return Stream.flatMap(Stream.fromEffect(chat(request)), (completion) =>
-          Stream.fromIterable(chunksOf(completion, true))
-        )
-      }
-      const checked = yield* recorder.check(request.messages)
-      type E = ApiError | InvalidTurn
-      const queue = yield* Effect.acquireRelease(Queue.unbounded<Take.Take<ChatCompletionChunk, E>>(), Queue.shutdown)
-      const sampled = stream({
-        ...request,
-        logprobs: true,
-        return_token_ids: true,
-        stream_options: { include_usage: true }
-      })
-      // Joins the chunks as they are relayed; records the turn once they have all come.
-      const whole = ChatStream.collect(sampled, { onChunk: (chunk) => Queue.unsafeOffer(queue, Take.of(chunk)) }).pipe(
-        Effect.catchTag("NoSuchElementException", () => Effect.fail(emptyStream())),
-        recordedAs(recorder, checked, request)
-      )
-      yield* Tracing.call(chatCall(policy, request), whole).pipe(
-        Effect.onExit((exit) => Queue.offer(queue, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause))),
-        Effect.forkScoped
-      )
-      return Stream.flattenTake(Stream.fromQueue(queue))
-    })
-  )
+  Stream.unwrapScoped(Effect.map(chatQueue(request), (queue) => Stream.flattenTake(Stream.fromQueue(queue))))
+
+/**
+ * {@link chatStream} as the queue its fiber fills, that fiber forked in the scope (closing the scope aborts the
+ * completion and records nothing): for a relay that reads the chunks where they are put, with no stream pumped
+ * into a queue of its own. The queue ends with `Take.end` once the turn is recorded, or with the failure.
+ */
+export const chatQueue = (
+  request: Request
+): Effect.Effect<Queue.Dequeue<Take.Take<ChatCompletionChunk, ApiError | InvalidTurn>>, never, Current | Scope.Scope> =>
+  Effect.gen(function* () {
+    const { policy, recorder } = yield* Current
+    type E = ApiError | InvalidTurn
+    const queue = yield* Effect.acquireRelease(Queue.unbounded<Take.Take<ChatCompletionChunk, E>>(), Queue.shutdown)
+    const offer = (chunk: ChatCompletionChunk) => Queue.unsafeOffer(queue, Take.of(chunk))
+    const stream = policy.stream
+    const run: Effect.Effect<unknown, E, Current> =
+      stream === undefined
+        ? // A policy that answers whole: the completion (recorded by `chat`) cut into chunks.
+          Effect.map(chat(request), (completion) => {
+            for (const chunk of chunksOf(completion, true)) offer(chunk)
+          })
+        : Effect.flatMap(recorder.check(request.messages), (checked) =>
+            // Joins the chunks as they are relayed; records the turn once they have all come.
+            Tracing.call(
+              chatCall(policy, request),
+              ChatStream.collect(
+                stream({
+                  ...request,
+                  logprobs: true,
+                  return_token_ids: true,
+                  stream_options: { include_usage: true }
+                }),
+                { onChunk: offer }
+              ).pipe(
+                Effect.catchTag("NoSuchElementException", () => Effect.fail(emptyStream())),
+                recordedAs(recorder, checked, request)
+              )
+            )
+          )
+    yield* run.pipe(
+      Effect.onExit((exit) => Queue.offer(queue, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause))),
+      Effect.forkScoped
+    )
+    return queue
+  })
 
 /** Adds a numeric (or boolean) metric to the trajectory; a later value of the same name wins. */
 export const metric = (name: string, value: number | boolean): Effect.Effect<void, never, Current> =>

@@ -41,16 +41,25 @@ export const startedIn = <A, E, R>(
     run: Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope | R>
   ) => Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope>
 ): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const queue = yield* fork(Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD }))
-    const first = yield* Queue.take(queue)
-    return Take.match(first, {
-      onEnd: () => Exit.succeed({ first: Option.none(), stream: Stream.empty }),
-      onFailure: (cause) => Exit.failCause(cause),
-      onSuccess: (chunk) =>
-        Exit.succeed({
-          first: Chunk.head(chunk),
-          stream: Stream.concat(Stream.fromChunk(chunk), Stream.flattenTake(Stream.fromQueue(queue)))
-        })
-    })
-  })
+  startedFrom(fork(Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD })))
+
+/**
+ * {@link started}, from the queue a stream's fiber already fills (made by `queue`, in the reader's scope): its
+ * first chunk waited for, then the rest read from the same queue.
+ */
+export const startedFrom = <A, E, R>(
+  queue: Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, R>
+): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, R> =>
+  Effect.flatMap(queue, (queue) =>
+    Effect.map(Queue.take(queue), (first) =>
+      Take.match(first, {
+        onEnd: () => Exit.succeed({ first: Option.none(), stream: Stream.empty }),
+        onFailure: (cause) => Exit.failCause(cause),
+        onSuccess: (chunk) =>
+          Exit.succeed({
+            first: Chunk.head(chunk),
+            stream: Stream.concat(Stream.fromChunk(chunk), Stream.flattenTake(Stream.fromQueue(queue)))
+          })
+      })
+    )
+  )

@@ -242,12 +242,15 @@ const runtimeFor = (surface: Surface, body: unknown): Runtime.Runtime<Rollout.Cu
 }
 
 /**
- * A stream started in `runtime` (its context and fiber refs): its fiber forked there, in the reader's scope, into
- * the one queue the reader takes from (see `started.ts`).
+ * The rollout's streamed completion of `request` started in `runtime` (its context and fiber refs): its fiber
+ * forked there, in the reader's scope, filling the one queue the reader takes from (`Rollout.chatQueue`, see
+ * `started.ts`).
  */
-const startedIn = <A, E>(runtime: Runtime.Runtime<Rollout.Current>, stream: Stream.Stream<A, E, Rollout.Current>) =>
-  Started.startedIn(stream, (run) =>
-    Effect.flatMap(Effect.scope, (scope) => Effect.provide(Effect.provideService(run, Scope.Scope, scope), runtime))
+const startedIn = (runtime: Runtime.Runtime<Rollout.Current>, request: PolicyRequest) =>
+  Started.startedFrom(
+    Effect.flatMap(Effect.scope, (scope) =>
+      Effect.provide(Effect.provideService(Rollout.chatQueue(request), Scope.Scope, scope), runtime)
+    )
   )
 
 const SSE = { contentType: "text/event-stream", headers: { "cache-control": "no-cache" } } as const
@@ -278,7 +281,7 @@ const chatCompletion = (surface: Surface, body: unknown) =>
     // The policy is always asked for usage (the trace records it); the agent gets it when it asked.
     const usage = stream_options?.include_usage === true
     // The first chunk before the answer: a completion refused before it samples keeps its status.
-    const all = yield* startedIn(runtime, Rollout.chatStream(request))
+    const all = yield* startedIn(runtime, request)
     if (Exit.isFailure(all)) return yield* failedResponse(all.cause)
     const events = all.value.stream.pipe(
       Stream.filter((chunk: ChatCompletionChunk) => usage || chunk.choices.length > 0),
@@ -322,7 +325,7 @@ const backendOf = (surface: Surface, runtime: Runtime.Runtime<Rollout.Current>):
     return Effect.succeed(
       Either.right({
         whole: Effect.provide(Rollout.chat(request), runtime),
-        start: startedIn(runtime, Rollout.chatStream(request))
+        start: startedIn(runtime, request)
       })
     )
   },
