@@ -28,24 +28,13 @@ export interface Started<A, E> {
  */
 export const started = <A, E>(
   stream: Stream.Stream<A, E>
-): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, Scope.Scope> => startedIn(stream, (run) => run)
-
-/**
- * {@link started}, the stream's fiber forked by `fork`'s effect: to run it elsewhere than in the reader's fiber
- * (e.g. `Effect.provide(_, runtime)`: in another runtime's context and fiber refs), which also provides what
- * the stream needs. One queue between the stream and its reader, however it is run.
- */
-export const startedIn = <A, E, R>(
-  stream: Stream.Stream<A, E, R>,
-  fork: (
-    run: Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope | R>
-  ) => Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, Scope.Scope>
 ): Effect.Effect<Exit.Exit<Started<A, E>, E>, never, Scope.Scope> =>
-  startedFrom(fork(Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD })))
+  startedFrom(Stream.toQueue(stream, { strategy: "suspend", capacity: AHEAD }))
 
 /**
- * {@link started}, from the queue a stream's fiber already fills (made by `queue`, in the reader's scope): its
- * first chunk waited for, then the rest read from the same queue.
+ * {@link started}, from the queue a stream's fiber already fills (made by `queue`, in the reader's scope; e.g.
+ * `Rollout.chatQueue` in the rollout's runtime): its first chunk waited for, then the rest read from the same
+ * queue, the only one between the stream and its reader.
  */
 export const startedFrom = <A, E, R>(
   queue: Effect.Effect<Queue.Dequeue<Take.Take<A, E>>, never, R>
