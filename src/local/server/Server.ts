@@ -179,7 +179,8 @@ export const layer = (
         // The contract has both `/v1/chat/completions` and `/v1/chat/completions/`: keep them distinct routes.
         Layer.provide(HttpRouter.setRouterConfig({ ignoreTrailingSlash: false })),
         // No server span a request (the platform's default): nothing reads them, and making one (the URL parsed,
-        // the headers redacted into attributes) is a tenth of a small request's CPU.
+        // the headers redacted into attributes) was about a tenth of the rollout gateway's CPU per request in a
+        // profile (bench:gateway-agents); not measured here on its own.
         HttpMiddleware.withTracerDisabledWhen(() => true)
       )
       const node = NodeHttpServer.layer(nodeServer(options), {

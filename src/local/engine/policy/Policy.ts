@@ -111,7 +111,8 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly layout: Layout
   private readonly make: (n: number) => FloatArray
   /** Makes a decoding state's buffers: in shared memory when the parameters are (see `DecodeThread.ts`). */
-  private readonly makeState: (n: number) => FloatArray
+  /** A state buffer of n floats: zeros, or (`zeroed` false) whatever a reused block of the kernels' memory held. */
+  private readonly makeState: (n: number, zeroed?: boolean) => FloatArray
   /** Whether decoding steps may be split with the decoding thread (float32 parameters in shared memory). */
   private readonly shared: boolean
   // decode scratch (rows of states decoded together)
@@ -151,7 +152,12 @@ export class Policy implements LanguageModel<PolicyState> {
     this.params = params
     this.grads = this.make(this.layout.size)
     this.shared = !float64 && isShared(params)
-    this.makeState = H !== undefined ? (n) => H.f32(n) ?? sharedFloat32(n) : this.shared ? sharedFloat32 : this.make
+    this.makeState =
+      H !== undefined
+        ? (n, zeroed) => H.f32(n, zeroed) ?? sharedFloat32(n)
+        : this.shared
+          ? (n) => sharedFloat32(n)
+          : (n) => this.make(n)
     this.scratch = new DecodeScratch(config, this.make, H)
     this.logitsOut = H !== undefined ? (H.f32(config.vocabSize) ?? outOfMemory()) : new Float32Array(config.vocabSize)
     this.logits64 = new Grow(this.make)
@@ -503,7 +509,7 @@ export class Policy implements LanguageModel<PolicyState> {
     const H = this.heap
     // Not zeroed: the first n are copied here, and a state's rows past its length are written before they are
     // read (attention reads rows up to the state's length). Zeroing reused blocks was a fifth of this.
-    const dst = H !== undefined ? (H.f32(size, false) ?? sharedFloat32(size)) : this.makeState(size)
+    const dst = this.makeState(size, false)
     if (H?.has(dst) && H.has(src)) H.kernels.copy(ptr(dst), ptr(src), n)
     else dst.set(src.subarray(0, n))
     return dst
