@@ -203,14 +203,20 @@ const backendPart = async () => {
           method: "POST",
           headers,
           signal: controller.signal,
-          body: JSON.stringify({ model: "effect-rl/tiny", input: `go ${i}`, max_output_tokens: 1500, stream: true })
+          // Within the model's 512-token context: a request past it is refused with a 400, not streamed.
+          body: JSON.stringify({ model: "effect-rl/tiny", input: `go ${i}`, max_output_tokens: 400, stream: true })
         })
+        if (!response.ok || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+          throw new Error(`a streamed response was answered ${response.status}: ${await response.text()}`)
+        }
         const reader = response.body!.getReader()
         await reader.read()
         controller.abort()
       })
       const probed = probe(100)
-      await Promise.allSettled(abandon)
+      for (const settled of await Promise.allSettled(abandon)) {
+        if (settled.status === "rejected") throw settled.reason
+      }
       console.log(`  /v1/health, 50 streams abandoned   ${stats(await probed)}  (goal p99 <= 50 ms)`)
     }
     const before = memory(server.pid, "VmRSS")
