@@ -9,8 +9,12 @@
  *   file. A new test file that touches `process.env`, `globalThis` or a global telemetry provider belongs here.
  *
  * - `slow`: files named `*.slow.test.ts` (agents learning over several steps in child processes, a loop killed and
- *   restarted, a full disk, and the like),
+ *   restarted, a full disk, the command run as a user runs it, process after process, and the like),
  *   run by `npm run test:slow` rather than `npm test`, which they would take past its few minutes. CI runs both.
+ *
+ * `npm test` runs `shared` and `isolated` on two workers (`--maxWorkers=2`): vitest's default on a 2-core machine is
+ * one (its CPUs less one), which ran the files one after another (6 min here, 4.3 on two; every file passed both
+ * ways). The slow tier keeps the default: its agents learn against time limits.
  *
  * `test/support/setup.ts` undoes, before each file, what `@effect/vitest`'s `layer` leaves on the shared `it`.
  */

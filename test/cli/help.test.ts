@@ -1,5 +1,5 @@
 /**
- * The command's help and invocation check as functions (the processes: `test/examples/cli-usage.test.ts`):
+ * The command's help and invocation check as functions (the processes: `test/examples/cli-usage.slow.test.ts`):
  * where a page goes (width, colour), how it wraps and shows each kind of flag, and how the command line is read
  * before @effect/cli parses it.
  */
