@@ -99,31 +99,27 @@ export const requestIdOf = (header: string | undefined): string =>
 const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.gen(function* () {
     const request = yield* HttpServerRequest.HttpServerRequest
+    // Parsed once: every check below asks for the path.
+    const path = pathname(request)
     // The dashboard's static files hold no data: served without the key (the page asks for it).
-    if (isUiPath(pathname(request))) return yield* serveAsset(pathname(request), request.method)
+    if (isUiPath(path)) return yield* serveAsset(path, request.method)
     // The sign-in endpoint takes a one-time token in its body instead of the key (see `SignIn`).
-    const open = pathname(request) === SIGN_IN_PATH
-    if (!open && !options.verify(request.headers.authorization, isTracePath(pathname(request)))) {
-      return Responses.isOpenAiPath(pathname(request))
+    const open = path === SIGN_IN_PATH
+    const openAi = Responses.isOpenAiPath(path)
+    if (!open && !options.verify(request.headers.authorization, isTracePath(path))) {
+      return openAi
         ? Responses.openAi(401, "AuthenticationError", "Invalid or missing API key")
         : Responses.detail(401, "Invalid or missing API key")
     }
     // The OpenAI routes' bound is under the server's: a chunked body on them is refused once past it, not read
     // up to the server's limit first.
-    const limit = Responses.isOpenAiPath(pathname(request))
-      ? Math.min(options.maxBodySize, MAX_OPENAI_BODY)
-      : options.maxBodySize
+    const limit = openAi ? Math.min(options.maxBodySize, MAX_OPENAI_BODY) : options.maxBodySize
     const length = Number(request.headers["content-length"] ?? "0")
-    if (!Number.isFinite(length) || length > limit) return tooLarge(pathname(request), limit)
+    if (!Number.isFinite(length) || length > limit) return tooLarge(path, limit)
     const next = yield* buffered(request, limit)
-    if (next === undefined) {
-      return tooLarge(pathname(request), limit)
-    }
+    if (next === undefined) return tooLarge(path, limit)
     const maxBodySize = Option.some(options.maxBodySize)
-    const admitted = yield* IncomingMessage.withMaxBodySize(
-      admit(next, pathname(request), options.isMultipart),
-      maxBodySize
-    )
+    const admitted = yield* IncomingMessage.withMaxBodySize(admit(next, path, options.isMultipart), maxBodySize)
     if (Either.isLeft(admitted)) return admitted.left
     const limited = IncomingMessage.withMaxBodySize(app, maxBodySize)
     return yield* admitted.right === request ? limited : Effect.provideService(limited, BufferedRequest, admitted.right)
