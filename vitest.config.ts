@@ -55,6 +55,9 @@ export default defineConfig({
   resolve: { alias: [...subpaths, { find: /^effect-rl$/, replacement: source("./src/index.ts") }] },
   test: {
     testTimeout: 30_000,
+    // A layer's setup (a real server, its store and its threads) gets a test's time: on two workers, one file's
+    // server start took past vitest's default 10 s while the other worker ran a CPU-bound file (CI, trace-calls).
+    hookTimeout: 30_000,
     // Builds the dashboard's bundle (dist/ui/) once per run, so the server never serves a stale one.
     globalSetup: ["test/support/buildUi.ts"],
     setupFiles: ["test/support/setup.ts"],
