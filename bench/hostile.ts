@@ -9,8 +9,8 @@
  *    at most 100 ms) and status, and the gateway's RSS before, at its peak and after (goal: within 100 MB).
  *    The same healthy requests with no hostile agent first, as the baseline.
  * 2. **The embedded backend.** The real `effect-rl serve` in its own process: `/v1/health` latency idle, then
- *    while 50 streamed responses (`POST /v1/responses`, `stream: true`) are started and abandoned after their
- *    first event (goal p99 at most 50 ms); then a 40 MB `/v1/responses` body, declared and chunked: the time to
+ *    while 50 streamed responses (`POST /v1/responses`, `stream: true`, within the model's context) are started
+ *    and abandoned after their first event (goal p99 at most 50 ms), after one completion that makes the model; then a 40 MB `/v1/responses` body, declared and chunked: the time to
  *    its 413 (goal at most 100 ms) and the server's RSS before and after (goal: at most 100 MB more).
  *
  *   npx tsx bench/hostile.ts [--seconds 5] [--rounds 3]
@@ -195,8 +195,8 @@ const backendPart = async () => {
   }
   try {
     console.log(`  /v1/health idle                    ${stats(await probe(100))}`)
-    // The model's first use makes it (a random-init model: ~0.7 s on the event loop here), which the first round
-    // would otherwise measure: one completion first, timed on its own.
+    // The model is made on its first use, which the first round would otherwise measure: one completion first,
+    // timed on its own (100 ms here).
     const first = performance.now()
     const warm = await fetch(`${server.url}/v1/responses`, {
       method: "POST",
