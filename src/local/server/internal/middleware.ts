@@ -29,6 +29,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import type { ValidationError } from "../../../api/HttpValidationError.js"
 import { IDEMPOTENCY_KEYS_HEADER, IDEMPOTENCY_KEYS_HONOURED } from "../../../api/TrainingApi.js"
+import { fairScheduler, URGENT_PRIORITY } from "../../../internal/fairScheduler.js"
 import { fullMessage, isDiskFull } from "../../store/DiskSpace.js"
 import { SIGN_IN_PATH } from "../DashboardApi.js"
 import { admit, MAX_OPENAI_BODY, surfaceError, tooLarge } from "./admit.js"
@@ -131,6 +132,21 @@ const guard = <E, R>(options: EdgeOptions, app: HttpApp.HttpApp<HttpServerRespon
     )
   )
 
+/**
+ * Runs a request's effect on the fair scheduler (`internal/fairScheduler.ts`), which gives the event loop back
+ * every few milliseconds, a `GET` or `HEAD` at its urgent priority: a read (health, a job's status, a list) is
+ * short, and goes ahead of the work of requests that sample or write, so a probe waits one slice, not for a burst
+ * of admissions. Set here, on the request's fiber, rather than as a layer: a layer's scheduler is the whole
+ * program's that provides it (the caller's own fibers included).
+ */
+const fair =
+  (method: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.withScheduler(
+      method === "GET" || method === "HEAD" ? Effect.withSchedulingPriority(effect, URGENT_PRIORITY) : effect,
+      fairScheduler
+    )
+
 /** The middleware around the whole app: request id, auth, body limit, and the last net for failures. */
 export const edge =
   (options: EdgeOptions) =>
@@ -149,7 +165,8 @@ export const edge =
       // so the header goes on in a pre-response handler; the answers `guard` gives without the app get it here.
       const response = yield* guard(options, app).pipe(
         HttpApp.withPreResponseHandler((_, response) => Effect.succeed(tag(response))),
-        Effect.annotateLogs("request_id", requestId)
+        Effect.annotateLogs("request_id", requestId),
+        fair(request.method)
       )
       return tag(response)
     })
