@@ -57,8 +57,9 @@ describe("FairScheduler", () => {
     const held = await longestGap(undefined)
     expect(held.longest).toBeGreaterThan(150)
     const fair = await longestGap(new FairScheduler(5))
-    // A slice (5 ms) plus the step that ends past it (1 ms), with room for a loaded machine.
-    expect(fair.longest).toBeLessThan(40)
+    // A slice (5 ms) plus the step that ends past it (1 ms), with room for a loaded machine: 27-46 ms with three
+    // processes spinning on this 2-core machine (the process itself off the CPU for part of it), against 150+.
+    expect(fair.longest).toBeLessThan(80)
     expect(fair.order).toHaveLength(200)
   })
 
