@@ -157,7 +157,7 @@ const runSeed = (agentName: string, seed: number) =>
       const e = judge(evalCurve)
       console.log(row("eval", evalCurve))
       console.log(
-        `    eval: last three ${e.lastThree.toFixed(2)}, first >= 0.8 at ${e.first === -1 ? "-" : e.first}, lowest after ${f2(e.low).trim()}: ${e.goal ? "holds" : "does not hold"}`
+        `    eval: last three ${e.lastThree.toFixed(2)}, first >= 0.8 after ${e.first === -1 ? "-" : e.first} trained steps, lowest after ${f2(e.low).trim()}: ${e.goal ? "holds" : "does not hold"}`
       )
     }
     if (DIAG) {

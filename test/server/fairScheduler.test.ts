@@ -1,7 +1,7 @@
 /**
- * The servers' fair scheduler (`src/internal/fairScheduler.ts`): fibers that keep working in small steps give the
- * event loop back every slice, where Effect's default scheduler runs them all in microtasks first; and a fiber at
- * the urgent priority (the server's reads) goes ahead of the queued ones.
+ * The embedded backend's fair scheduler (`src/internal/fairScheduler.ts`): fibers that keep working in small steps
+ * give the event loop back every slice, where Effect's default scheduler runs them all in microtasks first; and a
+ * fiber at the urgent priority (the server's reads) goes ahead of the queued ones.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
