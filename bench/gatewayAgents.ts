@@ -29,7 +29,7 @@
  *    the least (256 x the cost).
  *
  * Run: `npm run bench:gateway-agents [-- --workers 4 --requests 10 --rounds 3 --ttft 20 --ttft-warm 300]` (`--ttft-only`,
- * `--cpu-only`).
+ * `--cpu-only`, `--scale-only`).
  */
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -414,10 +414,10 @@ const cpu = Effect.gen(function* () {
 
 const program = Effect.gen(function* () {
   console.log(`rollout gateway, agents in processes (node ${process.version}, load ${loadavg()[0]!.toFixed(2)})`)
-  const only = process.argv.includes("--ttft-only") ? "ttft" : process.argv.includes("--cpu-only") ? "cpu" : undefined
-  if (only === undefined) yield* scale
-  if (only !== "ttft") yield* cpu
-  if (only !== "cpu") yield* ttft
+  const only = ["ttft", "cpu", "scale"].find((part) => process.argv.includes(`--${part}-only`))
+  if (only === undefined || only === "scale") yield* scale
+  if (only === undefined || only === "cpu") yield* cpu
+  if (only === undefined || only === "ttft") yield* ttft
 }).pipe(Effect.scoped, Effect.provide(RolloutGateway.layer()))
 
 Effect.runPromise(program).catch((error) => {
