@@ -2,7 +2,7 @@
  * `effect-rl train-mcp` run as a user runs it on the `mcp` example's server (its own process over stdio) and tasks,
  * on the embedded backend: one step with the example's reward module, the summary line; refusals before anything
  * starts (exit code 2); and the example itself, run as a user runs it, learning: its reward over the last three of
- * its six steps above its first step's (so in twelve runs measured, see its header).
+ * its eight steps above its first step's (0.18 to 0.31 above in ten runs measured, see its header).
  */
 
 import { spawn } from "node:child_process"
@@ -49,7 +49,7 @@ describe("MCP", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
     expect(code, out).toBe(0)
     const summary = summaryOf(out)
-    expect(summary.steps).toBe(6)
+    expect(summary.steps).toBe(8)
     expect(summary.last3_reward!, out).toBeGreaterThan(summary.first_reward!)
   })
 
