@@ -697,9 +697,11 @@ export function attendRow(
     attendRowAny(q, kv, kvStride, kOff, vOff, rows, n, out, probs, H, dh)
     return
   }
-  // Heads of whole quads: the scores of four heads at a time reduced together (`hsum4`, the same bits as `hsum`
-  // of each), and the outputs with the rows outermost, four quads at a time (each element still summed over the
-  // rows in order).
+  // Heads of whole quads: the scores of four rows at a time, head by head, reduced together (`hsum4`, the same bits
+  // as `hsum` of each) and stored as one vector; the outputs with the rows outermost (each element still summed
+  // over the rows in order), two heads a pass for 12-wide heads, else four quads at a time. The same bits as
+  // scores of four heads at a time and outputs four quads at a time, 1.5x as fast for the engine's heads
+  // (12 wide, 4 heads; 19-20 ns against 29-31 a row in view).
   const scale: f32 = <f32>1.0 / Mathf.sqrt(<f32>dh)
   const vs = f32x4.splat(scale)
   const z = f32x4.splat(0)
@@ -707,37 +709,67 @@ export function attendRow(
   const hb = (<usize>dh) << 2
   const pn = (<usize>n) << 2
   const ko = (<usize>kOff) << 2
-  for (let i = 0; i < n; i++) {
-    const base = kv + (<usize>load<i32>(rows + ((<usize>i) << 2))) * stride + ko
-    const pi = probs + ((<usize>i) << 2)
-    let h = 0
-    for (; h + 4 <= H; h += 4) {
-      const qa = q + <usize>h * hb
-      const ka = base + <usize>h * hb
+  let i = 0
+  for (; i + 4 <= n; i += 4) {
+    const ri = rows + ((<usize>i) << 2)
+    const k0 = kv + (<usize>load<i32>(ri)) * stride + ko
+    const k1 = kv + (<usize>load<i32>(ri, 4)) * stride + ko
+    const k2 = kv + (<usize>load<i32>(ri, 8)) * stride + ko
+    const k3 = kv + (<usize>load<i32>(ri, 12)) * stride + ko
+    for (let h = 0; h < H; h++) {
+      const o = <usize>h * hb
+      const qa = q + o
       let s0 = z, s1 = z, s2 = z, s3 = z
       for (let e: usize = 0; e < hb; e += 16) {
-        s0 = f32x4.add(s0, f32x4.mul(v128.load(qa + e), v128.load(ka + e)))
-        s1 = f32x4.add(s1, f32x4.mul(v128.load(qa + hb + e), v128.load(ka + hb + e)))
-        s2 = f32x4.add(s2, f32x4.mul(v128.load(qa + 2 * hb + e), v128.load(ka + 2 * hb + e)))
-        s3 = f32x4.add(s3, f32x4.mul(v128.load(qa + 3 * hb + e), v128.load(ka + 3 * hb + e)))
+        const x = v128.load(qa + e)
+        s0 = f32x4.add(s0, f32x4.mul(x, v128.load(k0 + o + e)))
+        s1 = f32x4.add(s1, f32x4.mul(x, v128.load(k1 + o + e)))
+        s2 = f32x4.add(s2, f32x4.mul(x, v128.load(k2 + o + e)))
+        s3 = f32x4.add(s3, f32x4.mul(x, v128.load(k3 + o + e)))
       }
-      const r = f32x4.mul(hsum4(s0, s1, s2, s3), vs)
-      const p = pi + <usize>h * pn
-      store<f32>(p, f32x4.extract_lane(r, 0))
-      store<f32>(p + pn, f32x4.extract_lane(r, 1))
-      store<f32>(p + 2 * pn, f32x4.extract_lane(r, 2))
-      store<f32>(p + 3 * pn, f32x4.extract_lane(r, 3))
+      v128.store(probs + o / hb * pn + ((<usize>i) << 2), f32x4.mul(hsum4(s0, s1, s2, s3), vs))
     }
-    for (; h < H; h++) {
-      const qa = q + <usize>h * hb
-      const ka = base + <usize>h * hb
+  }
+  for (; i < n; i++) {
+    const base = kv + (<usize>load<i32>(rows + ((<usize>i) << 2))) * stride + ko
+    for (let h = 0; h < H; h++) {
+      const o = <usize>h * hb
       let s = z
-      for (let e: usize = 0; e < hb; e += 16) s = f32x4.add(s, f32x4.mul(v128.load(qa + e), v128.load(ka + e)))
-      store<f32>(pi + <usize>h * pn, hsum(s) * scale)
+      for (let e: usize = 0; e < hb; e += 16) s = f32x4.add(s, f32x4.mul(v128.load(q + o + e), v128.load(base + o + e)))
+      store<f32>(probs + <usize>h * pn + ((<usize>i) << 2), hsum(s) * scale)
     }
   }
   for (let h = 0; h < H; h++) softmaxInPlace(probs + <usize>h * pn, n)
   const vb = kv + ((<usize>vOff) << 2)
+  if (hb === 48 && (H & 1) === 0) {
+    // Heads of three quads (the engine's 12-wide heads), two a pass: each row's two weights loaded once for the
+    // six quads they scale (each element still summed over the rows in order).
+    for (let h = 0; h < H; h += 2) {
+      const f = <usize>h * hb
+      const pa = probs + <usize>h * pn
+      const pb = pa + pn
+      let s0 = z, s1 = z, s2 = z, s3 = z, s4 = z, s5 = z
+      for (let i = 0; i < n; i++) {
+        const io = (<usize>i) << 2
+        const v = vb + (<usize>load<i32>(rows + io)) * stride + f
+        const xa = v128.load32_splat(pa + io)
+        const xb = v128.load32_splat(pb + io)
+        s0 = f32x4.add(s0, f32x4.mul(xa, v128.load(v)))
+        s1 = f32x4.add(s1, f32x4.mul(xa, v128.load(v, 16)))
+        s2 = f32x4.add(s2, f32x4.mul(xa, v128.load(v, 32)))
+        s3 = f32x4.add(s3, f32x4.mul(xb, v128.load(v, 48)))
+        s4 = f32x4.add(s4, f32x4.mul(xb, v128.load(v, 64)))
+        s5 = f32x4.add(s5, f32x4.mul(xb, v128.load(v, 80)))
+      }
+      v128.store(out + f, s0)
+      v128.store(out + f, s1, 16)
+      v128.store(out + f, s2, 32)
+      v128.store(out + f, s3, 48)
+      v128.store(out + f, s4, 64)
+      v128.store(out + f, s5, 80)
+    }
+    return
+  }
   const db = (<usize>(H * dh)) << 2
   let f: usize = 0
   for (; f + 64 <= db; f += 64) {
@@ -951,6 +983,46 @@ export function attendRowBackward(
     softmaxBackwardRow(pa + 3 * pn, pd + 3 * pn, pn, n4, d3, scale, vs)
   }
   // dQ += dS k, dK += dS q.
+  if (hb === 48) {
+    // Heads of three quads (the engine's), two a pass: their dQ summed in registers over the rows, in order from
+    // zero as in memory below (the same bits), where each row's term went through memory.
+    for (let h = 0; h < H; h += 2) {
+      const o = <usize>h * hb
+      const pa = dAtt + <usize>h * pn
+      const pb = pa + pn
+      const qh = qb + o
+      let s0 = z, s1 = z, s2 = z, s3 = z, s4 = z, s5 = z
+      for (let i = 0; i < n; i++) {
+        const io = (<usize>i) << 2
+        const at = <usize>load<i32>(rows + io) * stride + ((<usize>d) << 2) + o
+        const kb = qkv + at
+        const dkb = dQkv + at
+        const da = v128.load32_splat(pa + io)
+        const db = v128.load32_splat(pb + io)
+        s0 = f32x4.add(s0, f32x4.mul(da, v128.load(kb)))
+        s1 = f32x4.add(s1, f32x4.mul(da, v128.load(kb, 16)))
+        s2 = f32x4.add(s2, f32x4.mul(da, v128.load(kb, 32)))
+        s3 = f32x4.add(s3, f32x4.mul(db, v128.load(kb, 48)))
+        s4 = f32x4.add(s4, f32x4.mul(db, v128.load(kb, 64)))
+        s5 = f32x4.add(s5, f32x4.mul(db, v128.load(kb, 80)))
+        v128.store(dkb, f32x4.add(v128.load(dkb), f32x4.mul(da, v128.load(qh))))
+        v128.store(dkb, f32x4.add(v128.load(dkb, 16), f32x4.mul(da, v128.load(qh, 16))), 16)
+        v128.store(dkb, f32x4.add(v128.load(dkb, 32), f32x4.mul(da, v128.load(qh, 32))), 32)
+        v128.store(dkb, f32x4.add(v128.load(dkb, 48), f32x4.mul(db, v128.load(qh, 48))), 48)
+        v128.store(dkb, f32x4.add(v128.load(dkb, 64), f32x4.mul(db, v128.load(qh, 64))), 64)
+        v128.store(dkb, f32x4.add(v128.load(dkb, 80), f32x4.mul(db, v128.load(qh, 80))), 80)
+      }
+      v128.store(dQs + o, s0)
+      v128.store(dQs + o, s1, 16)
+      v128.store(dQs + o, s2, 32)
+      v128.store(dQs + o, s3, 48)
+      v128.store(dQs + o, s4, 64)
+      v128.store(dQs + o, s5, 80)
+    }
+    const dq = dQkv + <usize>r * stride
+    add(dq, dq, dQs, d)
+    return
+  }
   for (let i = 0; i < n; i++) {
     const io = (<usize>i) << 2
     const row = <usize>load<i32>(rows + io)
