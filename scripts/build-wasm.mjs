@@ -8,7 +8,7 @@
 // committed outputs differ from a fresh build.
 import { createHash } from "node:crypto"
 import { readFileSync, writeFileSync } from "node:fs"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import asc from "assemblyscript/asc"
 
 const root = new URL("../", import.meta.url)
@@ -34,10 +34,9 @@ export const FLAGS = [
   "--converge"
 ]
 
-const build = async () => {
+/** Compiles an AssemblyScript source of the kernels (its text) with {@link FLAGS}: the module's bytes. */
+export const compileKernels = async (text) => {
   let binary
-  // The source is named .as so that the TypeScript compiler and the linter leave it alone; asc reads it as .ts.
-  const text = readFileSync(source, "utf8")
   const { error, stderr } = await asc.main(["kernels.ts", "--outFile", "kernels.wasm", ...FLAGS], {
     readFile: (name) => (name === "kernels.ts" ? text : null),
     writeFile: (name, contents) => {
@@ -61,11 +60,13 @@ const build = async () => {
   return binary
 }
 
-const sourceHash = createHash("sha256").update(readFileSync(source)).digest("hex")
-const binary = await build()
-const base64 = Buffer.from(binary).toString("base64")
-const lines = base64.match(/.{1,116}/g) ?? []
-const ts = `/**
+/** The generated module embedding `binary` (base64), with the hash of the source it was built from. */
+const embedding = (binary, sourceHash) => {
+  const lines =
+    Buffer.from(binary)
+      .toString("base64")
+      .match(/.{1,116}/g) ?? []
+  return `/**
  * The local engine's WebAssembly kernels, as built by \`npm run build:wasm\` (scripts/build-wasm.mjs) from
  * \`wasm/kernels.as\`: the bytes of \`kernels.wasm\` beside this file, in base64. Generated: do not edit.
  *
@@ -79,13 +80,25 @@ export const KERNELS_SOURCE_SHA256 = "${sourceHash}"
 export const KERNELS_WASM_BASE64 =
 ${lines.map((l, i) => `  "${l}"${i + 1 < lines.length ? " +" : ""}`).join("\n")}
 `
-if (process.argv.includes("--check")) {
-  const same = Buffer.compare(readFileSync(wasmPath), Buffer.from(binary)) === 0 && readFileSync(tsPath, "utf8") === ts
-  console.log(
-    same ? "kernels: the committed build is current" : "kernels: the committed build differs from a fresh one"
-  )
-  process.exit(same ? 0 : 1)
 }
-writeFileSync(wasmPath, binary)
-writeFileSync(tsPath, ts)
-console.log(`kernels: ${binary.length} bytes -> ${wasmPath}`)
+
+const main = async () => {
+  const text = readFileSync(source, "utf8")
+  // The source is named .as so that the TypeScript compiler and the linter leave it alone; asc reads it as .ts.
+  const binary = await compileKernels(text)
+  const ts = embedding(binary, createHash("sha256").update(text).digest("hex"))
+  if (process.argv.includes("--check")) {
+    const same =
+      Buffer.compare(readFileSync(wasmPath), Buffer.from(binary)) === 0 && readFileSync(tsPath, "utf8") === ts
+    console.log(
+      same ? "kernels: the committed build is current" : "kernels: the committed build differs from a fresh one"
+    )
+    process.exit(same ? 0 : 1)
+  }
+  writeFileSync(wasmPath, binary)
+  writeFileSync(tsPath, ts)
+  console.log(`kernels: ${binary.length} bytes -> ${wasmPath}`)
+}
+
+// Imported (by `bench/kernels.ts`, for `compileKernels`), it builds nothing.
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) await main()
