@@ -125,7 +125,7 @@ const attendBackward = (n: number): Workload => ({
   prepare: (m) => {
     viewRows(m, n)
     clearOut(m, 3 * D * ROWS_IN_VIEW)
-    // Weights of each head summing to 1 (as attendRow leaves them), after the query's gradient.
+    // The weights at SCRATCH, each head's summing to 1 (as attendRow leaves them); the kernel's own scratch after.
     for (let i = 0; i < H * n; i++) m.f32[SCRATCH / 4 + i] = 1 / n
   },
   run: (m) => m.k.attendRowBackward!(IN2, IN, 5, SCRATCH, ROWS, n, OUT, H, DH, SCRATCH + 4 * H * n)
