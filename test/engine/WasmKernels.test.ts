@@ -212,7 +212,15 @@ describe("the WebAssembly kernels", () => {
           for (let e = 0; e < d; e++) expect(Math.abs(out[e]! - outJ[e]!)).toBeLessThanOrEqual(1e-5)
         }
       ),
-      runs
+      // The engine's heads (12 wide, in pairs: paths of their own) every run, whatever the draw.
+      {
+        ...runs,
+        examples: [
+          [4, 12, 33, 1],
+          [2, 12, 5, 2],
+          [4, 12, 60, 3]
+        ]
+      }
     )
   })
 
@@ -289,30 +297,37 @@ describe("the WebAssembly kernels", () => {
     )
   })
 
-  it("a float32 policy on them computes the float64 policy's gradient within 1e-3 of its norm", () => {
-    const config = { vocabSize: 40, contextLength: 24, dModel: 24, nLayers: 2, nHeads: 3, dFf: 40 }
-    const exact = Policy.create(config, { seed: 3, float64: true })
-    const fast = Policy.create(config, { seed: 3 })
-    fast.params.set(exact.params)
-    const rng = new Rng(9)
-    const prompt = Array.from({ length: 6 }, () => rng.int(40))
-    const sequences = Array.from({ length: 5 }, () => [...prompt, ...Array.from({ length: 9 }, () => rng.int(40))])
-    const want = sequences.map((s) => s.map((_, t) => (t >= 6 ? 1 : 0)))
-    const d = sequences.map((s) => s.map(() => rng.float() - 0.5))
-    for (const p of [exact, fast]) {
-      p.zeroGrads()
-      p.forwardBatch(sequences, want)
-      p.backwardBatch(d)
+  // Heads of any width (3 of 8), and the engine's own (4 of 12), which the attention kernels take by paths of their own.
+  it.each([
+    { heads: "3 of 8", dModel: 24, nHeads: 3 },
+    { heads: "4 of 12", dModel: 48, nHeads: 4 }
+  ])(
+    "a float32 policy on them computes the float64 policy's gradient within 1e-3 of its norm, heads $heads",
+    ({ dModel, nHeads }) => {
+      const config = { vocabSize: 40, contextLength: 24, dModel, nLayers: 2, nHeads, dFf: 40 }
+      const exact = Policy.create(config, { seed: 3, float64: true })
+      const fast = Policy.create(config, { seed: 3 })
+      fast.params.set(exact.params)
+      const rng = new Rng(9)
+      const prompt = Array.from({ length: 6 }, () => rng.int(40))
+      const sequences = Array.from({ length: 5 }, () => [...prompt, ...Array.from({ length: 9 }, () => rng.int(40))])
+      const want = sequences.map((s) => s.map((_, t) => (t >= 6 ? 1 : 0)))
+      const d = sequences.map((s) => s.map(() => rng.float() - 0.5))
+      for (const p of [exact, fast]) {
+        p.zeroGrads()
+        p.forwardBatch(sequences, want)
+        p.backwardBatch(d)
+      }
+      let diff = 0
+      let norm = 0
+      for (let i = 0; i < exact.grads.length; i++) {
+        diff += (fast.grads[i]! - exact.grads[i]!) ** 2
+        norm += exact.grads[i]! ** 2
+      }
+      expect(norm).toBeGreaterThan(0)
+      expect(Math.sqrt(diff)).toBeLessThan(1e-3 * Math.sqrt(norm))
     }
-    let diff = 0
-    let norm = 0
-    for (let i = 0; i < exact.grads.length; i++) {
-      diff += (fast.grads[i]! - exact.grads[i]!) ** 2
-      norm += exact.grads[i]! ** 2
-    }
-    expect(norm).toBeGreaterThan(0)
-    expect(Math.sqrt(diff)).toBeLessThan(1e-3 * Math.sqrt(norm))
-  })
+  )
 
   it("Heap.release: a block given back is the next of its size, zeroed unless asked otherwise, and only once", () => {
     const a = W.f32(3000)!
