@@ -108,9 +108,9 @@ const decodeFlops = forwardFlopsPerToken(config, 48) // mean context of the samp
 const GEN = 32
 const LANES = 32
 // Each run gives its decoding states back at its end, as the engine's sampler does with a finished completion's
-// (`LanguageModel.release`): without, every run's states and grown caches were fresh memory, whose page faults took
-// a fifth of the 32-lane lockstep's time (2026-12-02: 22-27% of a run, against 7-8% for the prompt and the forks
-// with them given back), a cost the server does not pay.
+// (`LanguageModel.release`): without, every run's states and grown caches were fresh memory (its page faults), a cost
+// the server does not pay: the prompt and forks took 22-27% of a 32-lane lockstep run against 7-8% with the states
+// given back, and the whole run about 1.6x as long (2026-12-02, alternating runs).
 const sequentialOf = (p: Policy) => () => {
   const state = p.prefill(prompt)
   for (let i = 0; i < GEN; i++) p.advance(state, sampleFrom(p.logits(state), 0))

@@ -17,6 +17,7 @@ import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import { compileKernels } from "../scripts/build-wasm.mjs"
+import type { Kernels, WasmApi } from "../src/local/engine/policy/Wasm.js"
 
 const flag = (name: string): string | undefined => {
   const at = process.argv.indexOf(`--${name}`)
@@ -35,15 +36,9 @@ const sourceOf = (spec: string): string =>
 
 /** A module instantiated over a memory of its own, with views of it. */
 interface Instance {
-  readonly k: Record<string, (...args: Array<number>) => number>
+  readonly k: Kernels
   readonly f32: Float32Array
   readonly i32: Int32Array
-}
-/** The part of the WebAssembly API used here (the compiler's `lib` does not declare it). */
-interface WasmApi {
-  readonly Memory: new (d: { initial: number; maximum: number; shared: boolean }) => { readonly buffer: ArrayBuffer }
-  readonly Module: new (bytes: Uint8Array) => object
-  readonly Instance: new (module: object, imports: object) => { readonly exports: object }
 }
 const Wasm = (globalThis as unknown as { readonly WebAssembly: WasmApi }).WebAssembly
 const instantiate = async (text: string): Promise<Instance> => {
@@ -51,7 +46,7 @@ const instantiate = async (text: string): Promise<Instance> => {
   const memory = new Wasm.Memory({ initial: 2_000, maximum: 32_768, shared: true })
   const instance = new Wasm.Instance(new Wasm.Module(binary), { env: { memory, log: Math.log } })
   return {
-    k: instance.exports as Instance["k"],
+    k: instance.exports as Kernels,
     f32: new Float32Array(memory.buffer),
     i32: new Int32Array(memory.buffer)
   }
@@ -89,7 +84,7 @@ const nt = (name: string, M: number, N: number, K: number): Workload => ({
   size: 2 * M * N * K,
   outFloats: M * N,
   prepare: (m) => clearOut(m, M * N),
-  run: (m) => m.k.matmulNT!(OUT, N, IN, K, IN2, K, M, N, K, 0, 0)
+  run: (m) => m.k.matmulNT(OUT, N, IN, K, IN2, K, M, N, K, 0, 0)
 })
 /** `C[M, N] = A(M, K) B[K, N]`, A read as stored (`transposed`: stored K x M, as the weights' gradient reads it). */
 const ax = (name: string, M: number, N: number, K: number, transposed: boolean): Workload => ({
@@ -100,8 +95,8 @@ const ax = (name: string, M: number, N: number, K: number, transposed: boolean):
   prepare: (m) => clearOut(m, M * N),
   run: (m) =>
     transposed
-      ? m.k.matmulAx!(OUT, N, IN, 1, M, IN2, N, M, N, K, 0, 0)
-      : m.k.matmulAx!(OUT, N, IN, K, 1, IN2, N, M, N, K, 0, 0)
+      ? m.k.matmulAx(OUT, N, IN, 1, M, IN2, N, M, N, K, 0, 0)
+      : m.k.matmulAx(OUT, N, IN, K, 1, IN2, N, M, N, K, 0, 0)
 })
 const viewRows = (m: Instance, n: number) => {
   for (let i = 0; i < n; i++) m.i32[ROWS / 4 + i] = (i * 7) % ROWS_IN_VIEW
@@ -114,7 +109,7 @@ const attend = (n: number): Workload => ({
   outFloats: D + H * n,
   prepare: (m) => viewRows(m, n),
   // Output at OUT (D floats), weights right after it.
-  run: (m) => m.k.attendRow!(IN2, IN, 3 * D, D, 2 * D, ROWS, n, OUT, OUT + 4 * D, H, DH)
+  run: (m) => m.k.attendRow(IN2, IN, 3 * D, D, 2 * D, ROWS, n, OUT, OUT + 4 * D, H, DH)
 })
 /** Its backward: adds to the gradients of the rows in view (at OUT, rows of 3D floats), reset before each call. */
 const attendBackward = (n: number): Workload => ({
@@ -128,7 +123,7 @@ const attendBackward = (n: number): Workload => ({
     // The weights at SCRATCH, each head's summing to 1 (as attendRow leaves them); the kernel's own scratch after.
     for (let i = 0; i < H * n; i++) m.f32[SCRATCH / 4 + i] = 1 / n
   },
-  run: (m) => m.k.attendRowBackward!(IN2, IN, 5, SCRATCH, ROWS, n, OUT, H, DH, SCRATCH + 4 * H * n)
+  run: (m) => m.k.attendRowBackward(IN2, IN, 5, SCRATCH, ROWS, n, OUT, H, DH, SCRATCH + 4 * H * n)
 })
 
 const R = 1_280

@@ -14,10 +14,10 @@
  * 0.25 for the right city.
  *
  * What to expect on the embedded backend (a 2-core machine shared with other work, measured): 8 steps of 64
- * rollouts, 8 groups of 8, on the pretrained base `effect-rl/base-2k` at learning rate 3e-4, 25-30 s. Mean
- * reward, first step -> mean of the last three, in ten runs (2026-12-02): 0.59 -> 0.86, 0.56 -> 0.75, 0.57 -> 0.88,
- * 0.59 -> 0.82, 0.61 -> 0.85, 0.55 -> 0.86, 0.68 -> 0.85, 0.60 -> 0.89, 0.59 -> 0.81, 0.68 -> 0.87 (0.18 to 0.31
- * above the first step in every run). With six steps (the example's first length) the rise was 0.05 to 0.26 in ten
+ * rollouts, 8 groups of 8, on the pretrained base `effect-rl/base-2k` at learning rate 3e-4, 25-34 s (43 s with
+ * other work beside it). Mean reward, first step -> mean of the last three, in ten runs (2026-12-02):
+ * 0.59 -> 0.86, 0.56 -> 0.75, 0.57 -> 0.88, 0.59 -> 0.82, 0.61 -> 0.85, 0.55 -> 0.86, 0.68 -> 0.85, 0.60 -> 0.89,
+ * 0.59 -> 0.81, 0.68 -> 0.87 (0.18 to 0.31 above the first step in every run). With six steps (the example's first length) the rise was 0.05 to 0.26 in ten
  * runs the same day, three of them under 0.06, and one run in some thirty before had ended below its first step
  * (0.711 -> 0.703); a learning rate of 6e-4 did not lift it (0.07 to 0.17 in five runs). At the base
  * model's default rate, 1e-3, a job moved the policy far from the one that sampled its rollouts (KL 0.6 to 20
@@ -107,7 +107,7 @@ export const example: Example.Example = {
     "An agent on an MCP server's tools (examples/mcp/server.mjs, its own process over stdio): call the right tool\n" +
     "(weather or clock) for the right city, then answer with its live result. Reward = 0.5 for the answer read from\n" +
     "the right call + 0.25 for the right tool + 0.25 for the right city. Expect the mean reward to start near 0.6\n" +
-    "and to rise to 0.75-0.9 over eight steps (about 30 seconds; in every one of ten runs measured).",
+    "and to rise to 0.75-0.9 over eight steps (25-45 seconds; in every one of ten runs measured).",
   localBaseModel: LOCAL_BASE_MODEL,
   train: (options) =>
     Effect.gen(function* () {

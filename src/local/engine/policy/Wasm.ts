@@ -133,8 +133,8 @@ export interface WasmMemory {
   readonly buffer: ArrayBufferLike
   grow(pages: number): number
 }
-/** The part of the WebAssembly JavaScript API used here. */
-interface WasmApi {
+/** The part of the WebAssembly JavaScript API used here (and by `bench/kernels.ts`). */
+export interface WasmApi {
   readonly Module: new (bytes: Uint8Array) => object
   readonly Instance: new (module: object, imports: object) => { readonly exports: object }
   readonly Memory: new (descriptor: { initial: number; maximum: number; shared: boolean }) => WasmMemory
