@@ -41,6 +41,35 @@ describe("JobEvents", () => {
     })
   )
 
+  it.scoped("appendAll writes events in order after those before, moves progress once and wakes waiters", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      yield* withStore(dir)(
+        Effect.gen(function* () {
+          const job = yield* newJob
+          const events = yield* JobEvents
+          const jobs = yield* Jobs
+          yield* events.append(job, "training_started", { num_sequences: 4 })
+          const waiting = yield* Effect.fork(events.waitForEvents(job, (yield* events.list(job)).last_id, 60_000))
+          yield* Effect.yieldNow()
+          const steps = [0, 1, 2].map((loss) => ({ type: "gradient_step" as const, data: { loss } }))
+          const appended = yield* events.appendAll(job, steps)
+          expect(yield* Fiber.join(waiting)).toBe(true)
+          expect(appended.map((event) => event.data)).toEqual([{ loss: 0 }, { loss: 1 }, { loss: 2 }])
+          const listed = (yield* events.list(job)).data
+          expect(listed.map((event) => event.id)).toEqual([listed[0]!.id, ...appended.map((event) => event.id)])
+          expect((yield* jobs.get(job)).progress).toBe(0.75)
+          yield* events.appendAll(job, [{ type: "gradient_step", data: { loss: 3 } }])
+          expect((yield* jobs.get(job)).progress).toBe(1)
+          // A missing job: nothing written.
+          const missing = yield* Effect.flip(events.appendAll(crypto.randomUUID(), steps))
+          expect(missing.reason).toBe("NotFound")
+          expect((yield* events.list(job)).data).toHaveLength(5)
+        })
+      )
+    })
+  )
+
   it.scoped("waitForEvents returns as soon as an event is appended", () =>
     Effect.gen(function* () {
       const dir = yield* tempDir

@@ -18,9 +18,11 @@ import type { JsonObject } from "../../api/Json.js"
 import type { CursorPage } from "../../api/Model.js"
 import type { TrainingJobEventType } from "../../api/TrainingJob.js"
 import { clampLimit } from "./Checkpoints.js"
-import { decodeEvents, type EventItem, insertEvent } from "./internal/rows.js"
+import { decodeEvents, type EventItem, insertEvents, type NewEvent } from "./internal/rows.js"
 import { nowIso, orDieSql } from "./internal/sql.js"
 import { notFound, type StoreError } from "./StoreError.js"
+
+export type { NewEvent }
 
 /** A job event as listed: `{id, type, data}` (the wire `TrainingJobEvent`). */
 export type JobEvent = typeof EventItem.Type
@@ -37,6 +39,14 @@ export interface ListOptions {
 export interface Service {
   /** Appends an event to a job and wakes its waiters: `NotFound` without the job. */
   readonly append: (jobId: string, type: TrainingJobEventType, data?: JsonObject) => Effect.Effect<JobEvent, StoreError>
+  /**
+   * Appends events to a job in order, in one transaction, and wakes its waiters once: `NotFound` without the
+   * job. The training worker writes a job's steps this way, as many as came since its last write.
+   */
+  readonly appendAll: (
+    jobId: string,
+    events: ReadonlyArray<NewEvent>
+  ) => Effect.Effect<ReadonlyArray<JobEvent>, StoreError>
   /** A page of a job's events, oldest first; `NotFound` without the job or the `after` event. */
   readonly list: (jobId: string, options?: ListOptions) => Effect.Effect<CursorPage<JobEvent>, StoreError>
   /**
@@ -82,11 +92,19 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
 
   const notify = (jobId: string) => Effect.asVoid(PubSub.publish(appended, jobId))
 
-  const append = (jobId: string, type: TrainingJobEventType, data: JsonObject = {}) =>
+  const appendAll = (jobId: string, events: ReadonlyArray<NewEvent>) =>
     Effect.gen(function* () {
       yield* requireJob(jobId)
-      return yield* insertEvent(sql, { jobId, type, data, now: yield* nowIso })
-    }).pipe(sql.withTransaction, orDieSql, Effect.tap(notify(jobId)), Effect.withSpan("JobEvents.append"))
+      return yield* insertEvents(sql, { jobId, events, now: yield* nowIso })
+    }).pipe(
+      sql.withTransaction,
+      orDieSql,
+      Effect.tap(notify(jobId)),
+      Effect.withSpan("JobEvents.appendAll", { attributes: { events: events.length } })
+    )
+
+  const append = (jobId: string, type: TrainingJobEventType, data: JsonObject = {}) =>
+    Effect.map(appendAll(jobId, [{ type, data }]), (appended) => appended[0]!).pipe(Effect.withSpan("JobEvents.append"))
 
   const list = (jobId: string, options: ListOptions = {}) =>
     Effect.gen(function* () {
@@ -121,7 +139,7 @@ export const make: Effect.Effect<Service, never, SqlClient.SqlClient> = Effect.g
       }
     }).pipe(Effect.scoped, orDieSql, Effect.withSpan("JobEvents.waitForEvents"))
 
-  return { append, list, waitForEvents, notify }
+  return { append, appendAll, list, waitForEvents, notify }
 })
 
 /** The job events repository layer. */

@@ -7,7 +7,7 @@
  * training data's text. The thread loads the checkpoint, trains (`workerTraining.ts`), and posts back what
  * happens, in order: `started` (the number of gradient steps), one `step` per gradient step (its metrics),
  * then `done` (the new checkpoint's bytes, transferred, and the metrics) or `failed` (the message). The
- * worker appends the events to the store as they come.
+ * worker appends the events to the store as they come, those that came together in one write ({@link run}).
  *
  * One thread per process, started when a model is created ({@link prestart}) or on first use, and kept (it does
  * not hold the process open): starting one costs a few hundred milliseconds (more from the TypeScript sources),
@@ -23,6 +23,7 @@
  * @since 0.1.0
  */
 import { isMainThread, parentPort, type Worker } from "node:worker_threads"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
@@ -32,6 +33,7 @@ import { makeAdamState } from "../../engine/Optimizer.js"
 import { loadCheckpoint, saveCheckpoint } from "../../engine/policy/Checkpoint.js"
 import { Policy } from "../../engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../engine/policy/PolicyConfig.js"
+import { yieldToEventLoop } from "../../internal/eventLoop.js"
 import type { Emitter, StepMetrics } from "./workerTraining.js"
 import { trainRlJob, trainSftJob } from "./workerTraining.js"
 
@@ -199,14 +201,22 @@ export const prestart = (): void => {
   if (state.worker === undefined) thread().unref()
 }
 
+/** The most reports {@link run} hands to `onProgress` at once. */
+const MOST_REPORTS = 256
+
 /**
- * Runs a job in the training thread: `onProgress` is run for each `started` and `step` report, in order, as
- * they come; the job's last report (`done` or `failed`) is the result. If the job ends any other way
- * (interrupted, or `onProgress` failed), it is cancelled in the thread.
+ * Runs a job in the training thread: `onProgress` is run with the `started` and `step` reports that came since
+ * its last run (one or more, at most 256, in order), one run at a time, with a turn of the event loop between
+ * runs; the job's last report (`done` or `failed`) is the result. If the job ends any other way (interrupted,
+ * or `onProgress` failed), it is cancelled in the thread.
+ *
+ * A fast job (small steps) reports faster than each report can be written one by one; the thread's messages
+ * are then delivered back to back, in one turn of the event loop, and writing each as it came held the loop for
+ * the whole job (no timer or request ran). Here a message only queues its report, and the writes come after.
  */
 export const run = <E, R>(
   job: JobMessage,
-  onProgress: (report: Progress) => Effect.Effect<void, E, R>
+  onProgress: (reports: ReadonlyArray<Progress>) => Effect.Effect<void, E, R>
 ): Effect.Effect<Outcome, E, R> =>
   Effect.scoped(
     Effect.gen(function* () {
@@ -229,9 +239,13 @@ export const run = <E, R>(
           })
       )
       while (true) {
-        const report = yield* Queue.take(queue)
-        if (report.type === "done" || report.type === "failed") return report
-        yield* onProgress(report)
+        // After the event loop's turn, so that the reports delivered in it are queued and written together.
+        yield* yieldToEventLoop
+        const reports = Chunk.toReadonlyArray(yield* Queue.takeBetween(queue, 1, MOST_REPORTS))
+        const end = reports.findIndex((report) => report.type === "done" || report.type === "failed")
+        const progress = (end === -1 ? reports : reports.slice(0, end)) as ReadonlyArray<Progress>
+        if (progress.length > 0) yield* onProgress(progress)
+        if (end !== -1) return reports[end] as Outcome
       }
     })
   )

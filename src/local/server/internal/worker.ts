@@ -10,7 +10,8 @@
  * 3. Train on the training thread (`trainingThread.ts`, off the event loop): it reports
  *    `training_started` with `num_sequences`, the number of gradient steps the job will take (computed before
  *    training from the same batching the trainer uses; 0 for an RL job with no trainable group), then one
- *    `gradient_step` per step with its metrics, each appended as it comes, and the new weights.
+ *    `gradient_step` per step with its metrics, appended as they come (those that came together in one write), and
+ *    the new weights.
  * 4. `Jobs.succeed`: the new checkpoint (weights with the Adam state, step = the loaded step + 1, the
  *    steps' mean metrics), the job's status and `training_ended`, in one transaction.
  *
@@ -42,7 +43,7 @@ import { Models } from "../../store/Models.js"
 import { type LearningRates, learningRatesOf } from "./baseModels.js"
 import * as TrainingThread from "./trainingThread.js"
 import { JobFailure, type ReadTrainingData, readTrainingData } from "./workerData.js"
-import { decodeRequest, type Emitter } from "./workerTraining.js"
+import { decodeRequest } from "./workerTraining.js"
 
 /** Options of {@link make} and {@link layer}. */
 export interface Options {
@@ -120,12 +121,18 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
         return { weights: yield* checkpoints.weights(modelId, step), step, learningRates } satisfies Base
       })
 
-    const emitter = (jobId: string) =>
-      ({
-        started: (numSequences) =>
-          Effect.asVoid(events.append(jobId, "training_started", { num_sequences: numSequences })),
-        step: (metrics) => Effect.asVoid(events.append(jobId, "gradient_step", metrics))
-      }) satisfies Emitter<unknown, never>
+    /** Appends a job's progress reports as its `training_started` and `gradient_step` events, in one write. */
+    const appendProgress = (jobId: string, reports: ReadonlyArray<TrainingThread.Progress>) =>
+      Effect.asVoid(
+        events.appendAll(
+          jobId,
+          reports.map((report) =>
+            report.type === "started"
+              ? { type: "training_started" as const, data: { num_sequences: report.numSequences } }
+              : { type: "gradient_step" as const, data: report.metrics }
+          )
+        )
+      )
 
     /** The job the training thread runs: the checkpoint, the request and (SFT) the data. */
     const jobOf = (claimed: Claimed, base: Base): Effect.Effect<TrainingThread.JobMessage, JobFailure> =>
@@ -154,9 +161,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, never, Jobs 
     const execute = (claimed: Claimed) =>
       Effect.gen(function* () {
         const base = yield* loadBase(claimed.job.model_id)
-        const emit = emitter(claimed.job.id)
-        const report = yield* TrainingThread.run(yield* jobOf(claimed, base), (report) =>
-          report.type === "started" ? emit.started(report.numSequences) : emit.step(report.metrics)
+        const report = yield* TrainingThread.run(yield* jobOf(claimed, base), (reports) =>
+          appendProgress(claimed.job.id, reports)
         )
         if (report.type === "failed") return yield* new JobFailure({ message: report.message })
         const leftOut = new Map(report.leftOut)

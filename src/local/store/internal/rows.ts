@@ -117,25 +117,30 @@ const EventRow = Schema.Struct({
 /** Decodes event rows (`id, type, data`). */
 export const decodeEvents = decodeRows(EventRow, "job event")
 
+/** An event to append: its type and data. */
+export interface NewEvent {
+  readonly type: TrainingJobEventType
+  readonly data: JsonObject
+}
+
 /**
- * Appends an event to a job (in the caller's transaction, if any), and marks the job updated (a `gradient_step`
- * also moves its `progress`); the caller notifies waiters after commit.
+ * Appends events to a job, in order (in the caller's transaction, if any), and marks the job updated once (when
+ * any is a `gradient_step`, also moving its `progress`); the caller notifies waiters after commit.
  */
-export const insertEvent = (
+export const insertEvents = (
   sql: SqlClient.SqlClient,
-  input: {
-    readonly jobId: string
-    readonly type: TrainingJobEventType
-    readonly data: JsonObject
-    readonly now: string
-  }
-): Effect.Effect<typeof EventItem.Type, SqlError> =>
+  input: { readonly jobId: string; readonly events: ReadonlyArray<NewEvent>; readonly now: string }
+): Effect.Effect<Array<typeof EventItem.Type>, SqlError> =>
   Effect.gen(function* () {
-    const id = crypto.randomUUID()
-    yield* sql`INSERT INTO job_events (id, job_id, seq, type, data, created_at)
-      SELECT ${id}, ${input.jobId}, COALESCE(MAX(seq), 0) + 1, ${input.type}, ${json(input.data)}, ${input.now}
-      FROM job_events WHERE job_id = ${input.jobId}`
-    if (input.type === "gradient_step") {
+    const inserted: Array<typeof EventItem.Type> = []
+    for (const event of input.events) {
+      const id = crypto.randomUUID()
+      yield* sql`INSERT INTO job_events (id, job_id, seq, type, data, created_at)
+        SELECT ${id}, ${input.jobId}, COALESCE(MAX(seq), 0) + 1, ${event.type}, ${json(event.data)}, ${input.now}
+        FROM job_events WHERE job_id = ${input.jobId}`
+      inserted.push({ id, type: event.type, data: event.data })
+    }
+    if (input.events.some((event) => event.type === "gradient_step")) {
       // The job's progress: its gradient steps so far over the number its `training_started` announced.
       yield* sql`UPDATE training_jobs SET updated_at = ${input.now}, progress = COALESCE((
           SELECT MIN(1.0, CAST((SELECT COUNT(*) FROM job_events WHERE job_id = ${input.jobId}
@@ -147,5 +152,20 @@ export const insertEvent = (
     } else {
       yield* sql`UPDATE training_jobs SET updated_at = ${input.now} WHERE id = ${input.jobId}`
     }
-    return { id, type: input.type, data: input.data }
+    return inserted
   })
+
+/** {@link insertEvents} of one event. */
+export const insertEvent = (
+  sql: SqlClient.SqlClient,
+  input: {
+    readonly jobId: string
+    readonly type: TrainingJobEventType
+    readonly data: JsonObject
+    readonly now: string
+  }
+): Effect.Effect<typeof EventItem.Type, SqlError> =>
+  Effect.map(
+    insertEvents(sql, { jobId: input.jobId, events: [{ type: input.type, data: input.data }], now: input.now }),
+    (inserted) => inserted[0]!
+  )
