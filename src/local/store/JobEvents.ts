@@ -22,6 +22,7 @@ import { decodeEvents, type EventItem, insertEvents, type NewEvent } from "./int
 import { nowIso, orDieSql } from "./internal/sql.js"
 import { notFound, type StoreError } from "./StoreError.js"
 
+/** An event to append ({@link Service.appendAll}): its type and data. */
 export type { NewEvent }
 
 /** A job event as listed: `{id, type, data}` (the wire `TrainingJobEvent`). */
