@@ -1,17 +1,20 @@
 /**
- * Pretrain the embedded engine's base model `effect-rl/base-2k` and write its weights, checksum and record:
+ * Pretrain the embedded engine's base models (`effect-rl/base-2k`, `effect-rl/base-wide-2k`) and write their
+ * weights, checksum and record:
  *
  * ```sh
- * nice -n 10 npx tsx scripts/pretrain.ts                      # the shipped run, into assets/
+ * nice -n 10 npx tsx scripts/pretrain.ts                      # base-2k's shipped run, into assets/
+ * nice -n 10 npx tsx scripts/pretrain.ts --run base-wide-2k   # base-wide-2k's, into assets/
  * npx tsx scripts/pretrain.ts --steps 40 --out /tmp/base.erlp # a shorter run elsewhere
  * npx tsx scripts/pretrain.ts --sample 3                      # print the first conversations of the corpus
  * ```
  *
- * Options: `--seed n`, `--steps n`, `--stop-after n` (end after n steps of the `--steps` schedule), `--out file`
+ * Options: `--run name` (the shipped run whose options are the defaults and whose file is the default `--out`:
+ * `base-2k`, the default, or `base-wide-2k`), `--seed n`, `--steps n`, `--stop-after n` (end after n steps of the `--steps` schedule), `--out file`
  * (default `assets/base-2k.erlp`), `--snapshots dir` (a checkpoint every 100 steps, to evaluate while it runs),
- * `--sample n`; to compare other runs (each defaults to the shipped run's): the shape (`--d-model n`, `--layers n`,
- * `--heads n`, `--ff n`), `--learning-rate x`, `--drill-steps n`, `--kernels wasm|js` (default js, the shipped
- * run's). Evaluate a file with
+ * `--sample n`; to compare other runs (each defaults to the chosen run's): the shape (`--d-model n`, `--layers n`,
+ * `--heads n`, `--ff n`), `--learning-rate x`, `--drill-steps n`, `--kernels wasm|js` (base-2k's run: js;
+ * base-wide-2k's: wasm). Evaluate a file with
  * `npx tsx bench/base.ts --weights=<file> --rl=0`. Writes `<out>`, `<out>.sha256`
  * (`sha256sum` format) and `<out>.json` (the options, the checksum after the first steps, the time taken).
  * Single-threaded and deterministic: the same options give the same file bit for bit.
@@ -22,7 +25,7 @@ import { parseArgs } from "node:util"
 import { saveCheckpoint } from "../src/local/engine/policy/Checkpoint.js"
 import { decode } from "../src/local/engine/Tokenizer.js"
 import { Corpus } from "./pretrain/Corpus.js"
-import { PREFIX_STEPS, type PretrainOptions, pretrain, SHIPPED_RUN, sha256 } from "./pretrain/Pretrain.js"
+import { PREFIX_STEPS, type PretrainOptions, pretrain, RUNS, sha256 } from "./pretrain/Pretrain.js"
 
 const { values } = parseArgs({
   options: {
@@ -38,9 +41,18 @@ const { values } = parseArgs({
     ff: { type: "string" },
     "learning-rate": { type: "string" },
     "drill-steps": { type: "string" },
-    kernels: { type: "string" }
+    kernels: { type: "string" },
+    run: { type: "string" }
   }
 })
+
+const run = RUNS.find((r) => r.model === `effect-rl/${values.run ?? "base-2k"}`)
+if (run === undefined) {
+  throw new Error(
+    `--run must be one of ${RUNS.map((r) => r.model.replace("effect-rl/", "")).join(", ")}, got '${values.run}'`
+  )
+}
+const SHIPPED_RUN = run.options
 
 if (values.sample !== undefined) {
   const corpus = new Corpus(Number(values.seed ?? SHIPPED_RUN.seed))
@@ -71,7 +83,7 @@ const options: PretrainOptions = {
   ...(values.kernels === undefined ? {} : { kernels: kernelsOf(values.kernels) })
 }
 const stopAfter = Number(values["stop-after"] ?? options.steps)
-const out = values.out ?? "assets/base-2k.erlp"
+const out = values.out ?? run.file
 const started = performance.now()
 let tokens = 0
 let prefixSha256 = ""
@@ -115,7 +127,7 @@ writeFileSync(
   `${out}.json`,
   `${JSON.stringify(
     {
-      model: "effect-rl/base-2k",
+      model: run.model,
       sha256: checksum,
       bytes: bytes.length,
       options,

@@ -27,7 +27,7 @@
  *
  * Tried for a bigger base in the same time on the WebAssembly kernels (issue 37, item 2; `--kernels wasm`, which
  * train the 48-wide shape at 8,100-11,400 tokens per CPU second against the JavaScript kernels' 2,000, a 96-wide
- * one at 4,100-5,300), and not shipped. Compared by `bench/base.ts --rl=0` on runs of about a quarter of the
+ * one at 4,100-5,300); the 96-wide one ships as `effect-rl/base-wide-2k` ({@link WIDE_RUN}), see below. Compared by `bench/base.ts --rl=0` on runs of about a quarter of the
  * time each (some 200 CPU seconds, a whole schedule, a quarter of the steps drills). Figures: a tool's result
  * copied into a free JSON string / into a JSON integer / the right tool and argument, on the bench's held-out
  * tasks, then on three times as many others (other seeds):
@@ -52,6 +52,10 @@
  * 1.00 over the last three (first 0.8 at step 3; greedy 0.48 -> 0.96), and the same with its output layer divided
  * by 1.5 (as if sampled at 1.5) at temperature 1, seed 1 again 1.00 but seed 2 0.32, still flat (that base before
  * RL: string 92.5%, integer 95%, call 58.3%); this base at temperature 1.5, seed 1: 0.69.
+ *
+ * Then (session 20) the same base at a third of the rate: at 3e-4 (its default since, `baseModels.ts`) RL learns
+ * from it; at 1e-3 its first step had set one tool for every question (entropy 0.03, every group alike). Figures
+ * in docs/training-loop.md.
  *
  * Tried earlier, on the first base's shape with the JavaScript kernels: 2,400 steps (2.10M tokens, 22 minutes)
  * copied more before RL (a JSON string 27.5% of the time against 7.5%, a JSON integer 82.5% against 75%, the
@@ -110,6 +114,25 @@ export const SHIPPED_RUN: PretrainOptions = {
   copyWeight: 2,
   drillSteps: 400
 }
+
+/**
+ * The run that made the shipped weights of `effect-rl/base-wide-2k`: twice the width (96, MLP 384; 4 heads of 24),
+ * 4,000 steps (3.48M tokens), on the WebAssembly kernels, in the shipped run's time (799 s on a 2-core machine
+ * with other work on the other core).
+ */
+export const WIDE_RUN: PretrainOptions = {
+  ...SHIPPED_RUN,
+  steps: 4000,
+  config: { ...BASE_CONFIG, dModel: 96, dFf: 384 },
+  kernels: "wasm"
+}
+
+/** The shipped runs, by the name of the base model each made, with the file it is written to. */
+export const RUNS: ReadonlyArray<{ readonly model: string; readonly file: string; readonly options: PretrainOptions }> =
+  [
+    { model: "effect-rl/base-2k", file: "assets/base-2k.erlp", options: SHIPPED_RUN },
+    { model: "effect-rl/base-wide-2k", file: "assets/base-wide-2k.erlp", options: WIDE_RUN }
+  ]
 
 /** The steps after which a run records the checksum that the test reproduces. */
 export const PREFIX_STEPS = 2

@@ -358,7 +358,12 @@ describe("TrainingClient against the embedded server", () => {
           cpu_queue: { success: true, errors: [] },
           gpu_queue: { success: true, errors: [] }
         })
-        expect(yield* c.listBaseModels).toEqual([BASE, "effect-rl/tiny-2k", "effect-rl/base-2k"])
+        expect(yield* c.listBaseModels).toEqual([
+          BASE,
+          "effect-rl/tiny-2k",
+          "effect-rl/base-2k",
+          "effect-rl/base-wide-2k"
+        ])
       })
     )
 

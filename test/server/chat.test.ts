@@ -39,7 +39,8 @@ describe("chat completions", () => {
           data: [
             { id: BASE_MODEL, object: "model", owned_by: "effect-rl", root: BASE_MODEL, max_model_len: 512 },
             { id: long, object: "model", owned_by: "effect-rl", root: long, max_model_len: 2048 },
-            { id: "effect-rl/base-2k", object: "model", owned_by: "effect-rl", max_model_len: 2048 }
+            { id: "effect-rl/base-2k", object: "model", owned_by: "effect-rl", max_model_len: 2048 },
+            { id: "effect-rl/base-wide-2k", object: "model", owned_by: "effect-rl", max_model_len: 2048 }
           ]
         })
       })

@@ -16,7 +16,7 @@ import { Backend, send } from "./support.js"
 
 const base = "effect-rl/tiny"
 /** Every base model the backend serves, in order. */
-const bases = [base, "effect-rl/tiny-2k", "effect-rl/base-2k"]
+const bases = [base, "effect-rl/tiny-2k", "effect-rl/base-2k", "effect-rl/base-wide-2k"]
 const UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
 const client = Effect.flatMap(LocalBackend.LocalBackend, ({ url }) => training(url))

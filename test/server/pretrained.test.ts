@@ -9,7 +9,14 @@ import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "@effect/vitest"
 import { Corpus, render } from "../../scripts/pretrain/Corpus.js"
-import { PREFIX_STEPS, pretrain, SHIPPED_RUN, weightsChecksum } from "../../scripts/pretrain/Pretrain.js"
+import {
+  PREFIX_STEPS,
+  pretrain,
+  RUNS,
+  SHIPPED_RUN,
+  WIDE_RUN,
+  weightsChecksum
+} from "../../scripts/pretrain/Pretrain.js"
 import { loadCheckpoint } from "../../src/local/engine/policy/Checkpoint.js"
 import type { Policy } from "../../src/local/engine/policy/Policy.js"
 import { complete } from "../../src/local/engine/Sampler.js"
@@ -20,7 +27,9 @@ import {
   initialWeights,
   LONG_CONTEXT_MODEL,
   PRETRAINED_MODEL,
-  PRETRAINED_WEIGHTS_URL
+  PRETRAINED_WEIGHTS_URL,
+  WIDE_PRETRAINED_MODEL,
+  WIDE_PRETRAINED_WEIGHTS_URL
 } from "../../src/local/server/internal/baseModels.js"
 
 const shipped = new Uint8Array(readFileSync(PRETRAINED_WEIGHTS_URL))
@@ -32,6 +41,8 @@ const record = JSON.parse(readFileSync(new URL(`${PRETRAINED_WEIGHTS_URL.href}.j
 
 /** The checksum of the weights after the shipped run's first `PREFIX_STEPS` steps. */
 const PREFIX_SHA256 = "6cfe8a8c0039740ba4aaa6433fe19515a0e2fc7509e5a076b8f50800d095af3f"
+/** The same of the wider base's run. */
+const WIDE_PREFIX_SHA256 = "f1747b3c27fe66ea3fa6e10772a79ddbc274def4fd0a97f2796f510b3508e011"
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex")
 
@@ -100,7 +111,7 @@ describe("the pretrained base model", () => {
   }, 120_000)
 
   it("is served from the shipped file beside the random-init models, at 2,048 tokens", () => {
-    expect(baseModelNames).toEqual(["effect-rl/tiny", LONG_CONTEXT_MODEL, PRETRAINED_MODEL])
+    expect(baseModelNames).toEqual(["effect-rl/tiny", LONG_CONTEXT_MODEL, PRETRAINED_MODEL, WIDE_PRETRAINED_MODEL])
     expect(sha256(initialWeights(PRETRAINED_MODEL)!)).toBe(sha256(shipped))
     const policy = basePolicy(PRETRAINED_MODEL)!
     expect(policy.contextLength).toBe(2048)
@@ -170,5 +181,47 @@ describe("the pretraining corpus", () => {
     expect(marks.slice(at, at + 6)).toEqual([2, 2, 2, 2, 2, 2])
     expect(marks.filter((m) => m === 2)).toHaveLength(6)
     expect(decode(rendered.ids.filter((_, i) => rendered.assistant[i] === 1))).toBe('{"answer":""}')
+  })
+})
+
+/** The wider base (`effect-rl/base-wide-2k`): the same checks of its own run and file. */
+describe("the wider pretrained base model", () => {
+  const file = new Uint8Array(readFileSync(WIDE_PRETRAINED_WEIGHTS_URL))
+  const wideRecord = JSON.parse(readFileSync(new URL(`${WIDE_PRETRAINED_WEIGHTS_URL.href}.json`), "utf8")) as {
+    readonly model: string
+    readonly sha256: string
+    readonly options: unknown
+    readonly prefix: { readonly steps: number; readonly sha256: string }
+  }
+
+  it("ships the weights whose SHA-256 is written beside them and recorded by its run", () => {
+    const written = readFileSync(new URL(`${WIDE_PRETRAINED_WEIGHTS_URL.href}.sha256`), "utf8")
+    expect(written).toBe(`${sha256(file)}  base-wide-2k.erlp\n`)
+    expect(wideRecord.sha256).toBe(sha256(file))
+    expect(wideRecord.model).toBe(WIDE_PRETRAINED_MODEL)
+    expect(wideRecord.options).toEqual(WIDE_RUN)
+    expect(RUNS.map((run) => [run.model, run.options])).toEqual([
+      [PRETRAINED_MODEL, SHIPPED_RUN],
+      [WIDE_PRETRAINED_MODEL, WIDE_RUN]
+    ])
+    expect(file.length).toBeLessThan(4_000_000)
+  })
+
+  it("re-running the first steps of its run reproduces their recorded checksum, bit for bit", () => {
+    expect(wideRecord.prefix).toEqual({ steps: PREFIX_STEPS, sha256: WIDE_PREFIX_SHA256 })
+    const policy = pretrain(WIDE_RUN, undefined, PREFIX_STEPS)
+    expect(weightsChecksum(policy)).toBe(WIDE_PREFIX_SHA256)
+  }, 120_000)
+
+  it("is served from its file at 2,048 tokens, twice base-2k's width", () => {
+    expect(sha256(initialWeights(WIDE_PRETRAINED_MODEL)!)).toBe(sha256(file))
+    const policy = basePolicy(WIDE_PRETRAINED_MODEL)!
+    expect(policy.contextLength).toBe(2048)
+    expect(policy.config.dModel).toBe(2 * basePolicy(PRETRAINED_MODEL)!.config.dModel)
+  })
+
+  it("copies a tool's result into a constrained answer and writes printable ASCII", () => {
+    expect(copiedChoices(basePolicy(WIDE_PRETRAINED_MODEL)!)).toBeGreaterThanOrEqual(7)
+    expect(printableShare(basePolicy(WIDE_PRETRAINED_MODEL)!)).toBeGreaterThan(0.95)
   })
 })

@@ -2,12 +2,12 @@
  * The base models the engine serves, each with its shape and the seed of its initial weights: a base model's
  * step 0 is `Policy.create(config, { seed })`, the same weights whether it is served by name or stored as the step 0
  * checkpoint of a new model (so a trained model at step 0 answers exactly as its base model does). The pretrained
- * base model's step 0 is the weights shipped in the package (`assets/base-2k.erlp`, made by
- * `scripts/pretrain.ts`), read on first use and checked against the SHA-256 written beside them.
+ * base models' step 0 is the weights shipped in the package (`assets/base-2k.erlp` and `assets/base-wide-2k.erlp`,
+ * made by `scripts/pretrain.ts`), read on first use and checked against the SHA-256 written beside them.
  *
  * Each base model also carries its default learning rates: what a job on a model trained from it applies when
  * the job's config gives no `learning_rate` (see `Trainer`'s "Learning rate"). The random-init models take the
- * engine's defaults; the pretrained one a smaller RL rate, so that RL teaches the task without unlearning what
+ * engine's defaults; the pretrained ones smaller RL rates, so that RL teaches the task without unlearning what
  * pretraining taught.
  */
 import { createHash } from "node:crypto"
@@ -36,6 +36,18 @@ export const PRETRAINED_MODEL = "effect-rl/base-2k"
 /** Where the pretrained base model's weights ship (`<file>.sha256` beside them holds their checksum). */
 export const PRETRAINED_WEIGHTS_URL: URL = new URL("../../../../assets/base-2k.erlp", import.meta.url)
 
+/**
+ * The wider pretrained base model: twice the width of `effect-rl/base-2k` (96, 4 heads of 24, MLP 384; 470k
+ * parameters) pretrained on the same corpus for 2.6x the tokens (`scripts/pretrain.ts --run base-wide-2k`, in
+ * base-2k's pretraining time on the WebAssembly kernels). It copies a tool's value into a JSON string or integer
+ * nearly always where base-2k rarely does, and RL on it holds its gains (see docs/training-loop.md); it samples
+ * and trains about 3x slower.
+ */
+export const WIDE_PRETRAINED_MODEL = "effect-rl/base-wide-2k"
+
+/** Where the wider pretrained base model's weights ship (`<file>.sha256` beside them holds their checksum). */
+export const WIDE_PRETRAINED_WEIGHTS_URL: URL = new URL("../../../../assets/base-wide-2k.erlp", import.meta.url)
+
 /** The learning rates a job applies when its config gives none. */
 export interface LearningRates {
   /** Of RL jobs (before the job worker's `learningRateScale`). */
@@ -56,6 +68,14 @@ const ENGINE_RATES: LearningRates = { rl: DEFAULT_RL_LEARNING_RATE, sft: DEFAULT
  */
 const PRETRAINED_RATES: LearningRates = { rl: 1e-3, sft: DEFAULT_SFT_LEARNING_RATE }
 
+/**
+ * The wider base's. With RL at 1e-3 (base-2k's) its first step collapsed it: from right answers 0.63-0.75 to
+ * every group's rollouts alike (entropy 0.03) and one tool called for every question (0.50), never left; at 3e-4
+ * `bench:rl-holds`'s shop agent rose from 0.58-0.63 to 1.00 on its fixed set (a wider model's weights move its
+ * outputs more for the same Adam step). SFT: 5e-4, half the engine's, by the same reasoning (not measured).
+ */
+const WIDE_PRETRAINED_RATES: LearningRates = { rl: 3e-4, sft: 5e-4 }
+
 /** A base model: a shape and the seed of its random initial weights, or weights shipped in a file. */
 type BaseModel = (
   | { readonly seed: number; readonly config: PolicyConfig }
@@ -75,6 +95,14 @@ const models: ReadonlyMap<string, BaseModel> = new Map<string, BaseModel>([
       weights: PRETRAINED_WEIGHTS_URL,
       config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048 },
       learningRates: PRETRAINED_RATES
+    }
+  ],
+  [
+    WIDE_PRETRAINED_MODEL,
+    {
+      weights: WIDE_PRETRAINED_WEIGHTS_URL,
+      config: { ...DEFAULT_POLICY_CONFIG, contextLength: 2048, dModel: 96, dFf: 384 },
+      learningRates: WIDE_PRETRAINED_RATES
     }
   ]
 ])
