@@ -53,9 +53,9 @@
  * by 1.5 (as if sampled at 1.5) at temperature 1, seed 1 again 1.00 but seed 2 0.32, still flat (that base before
  * RL: string 92.5%, integer 95%, call 58.3%); this base at temperature 1.5, seed 1: 0.69.
  *
- * Then (session 20) the same base at a third of the rate: at 3e-4 (its default since, `baseModels.ts`) RL learns
- * from it; at 1e-3 its first step had set one tool for every question (entropy 0.03, every group alike). Figures
- * in docs/training-loop.md.
+ * Then (session 20) the same base at a third of the rate: at 3e-4 RL learns from it; at 1e-3 its first step had
+ * set one tool for every question (entropy 0.03, every group alike). Its default since session 22 is 2e-4
+ * (`baseModels.ts`: over ten seeds it held where 3e-4 lost two). Figures in docs/training-loop.md.
  *
  * Tried earlier, on the first base's shape with the JavaScript kernels: 2,400 steps (2.10M tokens, 22 minutes)
  * copied more before RL (a JSON string 27.5% of the time against 7.5%, a JSON integer 82.5% against 75%, the

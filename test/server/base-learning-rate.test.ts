@@ -44,14 +44,14 @@ describe("a job's default learning rate is its base model's", () => {
   layer(backendWith(), { excludeTestServices: true })("on the real server", (it) => {
     it("the pretrained base's RL rate is smaller than the engine's, made for random weights", () => {
       expect(learningRatesOf(PRETRAINED_MODEL)).toEqual({ rl: 1e-3, sft: DEFAULT_SFT_LEARNING_RATE })
-      expect(learningRatesOf(WIDE_PRETRAINED_MODEL)).toEqual({ rl: 3e-4, sft: 5e-4 })
+      expect(learningRatesOf(WIDE_PRETRAINED_MODEL)).toEqual({ rl: 2e-4, sft: 5e-4 })
       expect(learningRatesOf(BASE_MODEL)).toEqual({ rl: DEFAULT_RL_LEARNING_RATE, sft: DEFAULT_SFT_LEARNING_RATE })
       expect(learningRatesOf("effect-rl/tiny-2k")).toEqual(learningRatesOf(BASE_MODEL))
       expect(learningRatesOf("no/such-model")).toBeUndefined()
     })
 
     it.scoped(
-      "RL without learning_rate: 1e-3 from effect-rl/base-2k, 3e-4 from base-wide-2k, 3e-3 from tiny; a given rate wins",
+      "RL without learning_rate: 1e-3 from effect-rl/base-2k, 2e-4 from base-wide-2k, 3e-3 from tiny; a given rate wins",
       () =>
         Effect.gen(function* () {
           const pretrained = yield* rlJobRates("from-base-2k", PRETRAINED_MODEL)
@@ -60,7 +60,7 @@ describe("a job's default learning rate is its base model's", () => {
 
           const wide = yield* rlJobRates("from-base-wide-2k", WIDE_PRETRAINED_MODEL)
           expect(wide.length).toBeGreaterThan(0)
-          expect(new Set(wide)).toEqual(new Set([3e-4]))
+          expect(new Set(wide)).toEqual(new Set([2e-4]))
 
           const tiny = yield* rlJobRates("from-tiny", BASE_MODEL, {})
           expect(tiny.length).toBeGreaterThan(0)
