@@ -22,7 +22,7 @@
  *
  * @since 0.1.0
  */
-import { isMainThread, parentPort, type Worker } from "node:worker_threads"
+import { parentPort, type Worker, workerData } from "node:worker_threads"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -130,8 +130,14 @@ export const warmUp = (): void => {
   policy.backwardBatch(sequences.map((ids) => ids.map(() => -1 / ids.length)))
 }
 
+/**
+ * Marks the thread's `workerData`, so that this module serves jobs only in a thread started for it: the module
+ * is also loaded in other threads (the embedded backend's own, `serverThread.ts`), where it is the caller's side.
+ */
+const MARK = "effect-rl/trainingThread"
+
 // The thread's side: run the jobs posted to it one after another; a cancel marks one to stop.
-if (!isMainThread && parentPort !== null) {
+if ((workerData as { readonly mark?: unknown } | null)?.mark === MARK && parentPort !== null) {
   const port = parentPort
   const cancelled = new Set<number>()
   // Before the first job: a failure here is the first job's to meet, not the warm-up's.
@@ -165,7 +171,7 @@ if (!isMainThread && parentPort !== null) {
 }
 
 /** Starts the thread on this module (see `startModuleThread`). */
-const startThread = (): Worker => startModuleThread(import.meta.url)
+const startThread = (): Worker => startModuleThread(import.meta.url, { workerData: { mark: MARK } })
 
 /** The main thread's side: the thread (when started), and the report queues of the jobs it holds. */
 const state = {
