@@ -76,7 +76,11 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
           .pipe(Effect.withSpan("InferenceClient.listModels")),
       createChatCompletion: (request, call) =>
         Chat.create(transport, request, headers(call)).pipe(
-          Effect.withSpan("InferenceClient.createChatCompletion", { attributes: { model: request.model ?? "" } })
+          // No stack trace: it would name this line, not the caller's, at a cost of about 0.4% of `npm start`.
+          Effect.withSpan("InferenceClient.createChatCompletion", {
+            attributes: { model: request.model ?? "" },
+            captureStackTrace: false
+          })
         ),
       streamChatCompletion: (request, call) => Chat.stream(transport, request, headers(call))
     }

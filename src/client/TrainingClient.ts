@@ -336,7 +336,11 @@ export const make = (options: Options & { readonly baseUrl: string | URL }) =>
         .pipe(Effect.withSpan("TrainingClient.listBaseModels")),
       createChatCompletion: (request) =>
         Chat.create(transport, request).pipe(
-          Effect.withSpan("TrainingClient.createChatCompletion", { attributes: { model: request.model ?? "" } })
+          // No stack trace: it would name this line, not the caller's, at a cost of about 0.4% of `npm start`.
+          Effect.withSpan("TrainingClient.createChatCompletion", {
+            attributes: { model: request.model ?? "" },
+            captureStackTrace: false
+          })
         ),
       streamChatCompletion: (request) => Chat.stream(transport, request)
     }

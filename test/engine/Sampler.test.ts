@@ -12,7 +12,8 @@ import { ByteAutomaton } from "../../src/local/engine/constraint/Automaton.js"
 import { compileJsonSchema } from "../../src/local/engine/constraint/JsonSchema.js"
 import { EngineError } from "../../src/local/engine/EngineError.js"
 import type { DecodeState, LanguageModel } from "../../src/local/engine/LanguageModel.js"
-import { complete, completeEffect, completeStream } from "../../src/local/engine/Sampler.js"
+import { complete, completeEffect, completeStream, DEFAULT_LIMITS } from "../../src/local/engine/Sampler.js"
+import { plan } from "../../src/local/engine/sampler/RequestPlan.js"
 import { encode, IM_END, IM_START, idsOfChoice, PAD, VOCAB_SIZE } from "../../src/local/engine/Tokenizer.js"
 import { accepts, validates } from "../support/schemas.js"
 import { wellFormed, wellFormedPrefix } from "../support/utf8.js"
@@ -304,6 +305,13 @@ describe("Sampler: seeds", () => {
   it("without a seed, a random one is drawn", () => {
     const fields = { temperature: 1.2, max_tokens: 30, return_token_ids: true }
     expect(run(keyed, fields).choices[0]!.token_ids).not.toEqual(run(keyed, fields).choices[0]!.token_ids)
+  })
+
+  it("without a seed, every request draws its own, across refills of the drawn words", () => {
+    // The words are drawn from the system's generator 512 seeds at a time: 1,500 requests span three refills.
+    const request = { model: "m", messages: [{ role: "user" as const, content: "hi" }] }
+    const seeds = Array.from({ length: 1500 }, () => plan(keyed, request, DEFAULT_LIMITS).seed)
+    expect(new Set(seeds).size).toBe(seeds.length)
   })
 })
 
