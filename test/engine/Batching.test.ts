@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { ChatCompletionChunk, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import { PrefixCache } from "../../src/local/engine/PrefixCache.js"
-import { decodeThread, sharedFloat32 } from "../../src/local/engine/policy/DecodeThread.js"
+import { DecodeThread, decodeThread, sharedFloat32 } from "../../src/local/engine/policy/DecodeThread.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeEffect, completeStream, prepare } from "../../src/local/engine/Sampler.js"
@@ -174,6 +174,33 @@ describe("batched decoding", () => {
         decodeThread.enabled = true
         expect(Array.from(shared)).toEqual(Array.from(local))
       })
+  )
+
+  it.live.skipIf(noThread)(
+    "shares steps of each size as measured faster at that size: small ones alone, large ones shared",
+    () =>
+      Effect.gen(function* () {
+        const thread = new DecodeThread()
+        yield* Effect.addFinalizer(() => Effect.promise(() => thread.close()))
+        // As a server measures it: sharing costs a fixed wake-up, a loss on small steps and a gain on large ones.
+        const small = 50_000
+        const large = 5_000_000
+        for (let i = 0; i < 20; i++) {
+          thread.record("alone", small, 0.02)
+          thread.record("shared", small, 0.045)
+          thread.record("alone", large, 2)
+          thread.record("shared", large, 1.4)
+        }
+        expect(thread.ratesOf(small).shared).toBeGreaterThan(thread.ratesOf(small).alone)
+        expect(thread.ratesOf(large).shared).toBeLessThan(thread.ratesOf(large).alone)
+        // Fifteen decisions each (the sixteenth tries the other way, to see a change).
+        const smallOnes = Array.from({ length: 15 }, () => thread.worthSharing(small))
+        const largeOnes = Array.from({ length: 15 }, () => thread.worthSharing(large))
+        expect(smallOnes.every((share) => !share)).toBe(true)
+        expect(largeOnes.every((share) => share)).toBe(true)
+        // A size never measured is tried shared first.
+        expect(thread.worthSharing(500_000_000)).toBe(true)
+      }).pipe(Effect.scoped)
   )
 
   it.live("streams and whole responses, with a prefix cache, batched together equal each alone", () =>

@@ -234,6 +234,8 @@ export class DecodeThread {
    * thread runs some of every step): for tests. Otherwise a step the thread has not woken for is run here alone.
    */
   waitForThread = false
+  /** Whether every step is shared, whatever was measured (for `bench/share.ts`: the shared way at every size). */
+  alwaysShare = false
   private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4))
   private readonly port: MessagePort
   private readonly worker: Worker
@@ -268,33 +270,54 @@ export class DecodeThread {
   }
 
   /**
-   * Per way of running a step (alone on the calling thread, or shared), a moving average of its wall time per
-   * unit of estimated cost: what {@link worthSharing} compares.
+   * Per size of step (its estimated cost, in powers of two) and per way of running it (alone on the calling thread,
+   * or shared), a moving average of its wall time per unit of cost, and the decisions taken at that size: what
+   * {@link worthSharing} compares. By size because sharing has a fixed cost (waking the thread, waiting for its
+   * last chunk): measured alone, a step of 8 sequences at 50 tokens of context took 62 us and shared 85, one of 32
+   * at 300 took 602 us and shared 413. One average over all sizes mixed the two, and a server's many small steps
+   * turned sharing off for its large ones too.
    */
-  readonly rates = { alone: Number.NaN, shared: Number.NaN }
-  private decisions = 0
+  private readonly sizes = new Map<number, { alone: number; shared: number; decisions: number }>()
+
+  private sizeOf(cost: number): { alone: number; shared: number; decisions: number } {
+    const key = Math.max(0, Math.floor(Math.log2(Math.max(1, cost))))
+    let size = this.sizes.get(key)
+    if (size === undefined) {
+      size = { alone: Number.NaN, shared: Number.NaN, decisions: 0 }
+      this.sizes.set(key, size)
+    }
+    return size
+  }
+
+  /** The moving averages (ms per unit of cost) of each way, for steps of about `cost` (NaN: not measured yet). */
+  ratesOf(cost: number): { readonly alone: number; readonly shared: number } {
+    const { alone, shared } = this.sizeOf(cost)
+    return { alone, shared }
+  }
 
   /**
-   * Whether to share the next step: the way measured faster so far, and on every 16th step the other way (so
-   * that a change, such as another process taking the second core or leaving it, is seen). `waitForThread`
-   * (tests) always shares.
+   * Whether to share the next step, of estimated `cost`: the way measured faster so far for steps of its size, and
+   * on every 16th step of that size the other way (so that a change, such as another process taking the second
+   * core or leaving it, is seen). `waitForThread` (tests) always shares.
    */
-  worthSharing(): boolean {
-    if (this.waitForThread) return true
-    this.decisions += 1
-    const { alone, shared } = this.rates
+  worthSharing(cost: number): boolean {
+    if (this.waitForThread || this.alwaysShare) return true
+    const size = this.sizeOf(cost)
+    size.decisions += 1
+    const { alone, shared } = size
     if (Number.isNaN(shared)) return true
     if (Number.isNaN(alone)) return false
     const faster = shared < alone
-    return this.decisions % 16 === 0 ? !faster : faster
+    return size.decisions % 16 === 0 ? !faster : faster
   }
 
   /** Records a step's wall time (`ms`) and estimated cost, run alone or shared (see {@link worthSharing}). */
   record(way: "alone" | "shared", cost: number, ms: number): void {
     if (cost <= 0) return
+    const size = this.sizeOf(cost)
     const rate = ms / cost
-    const old = this.rates[way]
-    this.rates[way] = Number.isNaN(old) ? rate : old + 0.1 * (rate - old)
+    const old = size[way]
+    size[way] = Number.isNaN(old) ? rate : old + 0.1 * (rate - old)
   }
 
   /** Whether the thread takes shares of steps now (started, and not given up). */

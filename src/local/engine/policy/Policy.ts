@@ -452,7 +452,7 @@ export class Policy implements LanguageModel<PolicyState> {
       return
     }
     // Shared or not as measured faster (see `DecodeThread.worthSharing`); the step's logits follow suit.
-    this.sharing = thread.worthSharing()
+    this.sharing = thread.worthSharing(this.stepCost)
     const started = performance.now()
     if (this.sharing) {
       thread.share(this as ThreadPolicy, rowState, rowPos, ids, this.chunkStarts.buf, chunks, (from, to) =>
