@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
-import { DEFAULT_CHUNK, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
+import { DEFAULT_CHUNK, MIN_SHARED_TOKENS, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeStream, prepare } from "../../src/local/engine/Sampler.js"
@@ -80,9 +80,42 @@ describe("PrefixCache", () => {
     expect(cache.hits).toBe(2)
     expect(cache.savedTokens).toBe(2 * one.usage.prompt_tokens)
     expect(next.usage.prompt_tokens).toBeGreaterThan(one.usage.prompt_tokens)
-    // A prompt that shares only the tools block with the others: no entry is a prefix of it.
+    // A prompt that shares only the first part of the others (the tools block and the start of the question): no
+    // entry is a prefix of it, and that part is copied from the longest match, the rest run from there.
+    const saved = cache.savedTokens
     same(request([{ role: "user", content: "What is the weather in Oslo?" }], 4))
-    expect([cache.hits, cache.misses]).toEqual([2, 2])
+    expect([cache.hits, cache.partialHits, cache.misses]).toEqual([2, 1, 1])
+    expect(cache.savedTokens - saved).toBeGreaterThanOrEqual(MIN_SHARED_TOKENS)
+    expect(cache.savedTokens - saved).toBeLessThan(one.usage.prompt_tokens)
+  })
+
+  it("reuses the shared first part of an agent's prompts (system prompt, tools), bit for bit", () => {
+    const cache = new PrefixCache()
+    const system = { role: "system" as const, content: "You answer questions about the weather, with a tool." }
+    const questions = ["Is it raining in Lima?", "How cold is Oslo tonight?", "Wind in Lima?", "Is it"]
+    for (const [i, question] of questions.entries()) {
+      const r = request([system, { role: "user", content: question }], 10 + i)
+      const a = complete(policy, r, { modelName: "m", promptStates: cache, now: 0 })
+      const b = complete(policy, r, { modelName: "m", now: 0 })
+      const idless = (c: typeof a) => JSON.stringify(c.choices).replace(/call_[0-9a-f]+/g, "call")
+      expect(idless(a)).toBe(idless(b))
+    }
+    // The first prompt from nothing, the others from its first part (the last one is shorter than an earlier one).
+    expect([cache.hits, cache.partialHits, cache.misses]).toEqual([0, 3, 1])
+  })
+
+  it("forkPrefix: the first tokens of a state, extended by the rest, are the state of the whole prefill", () => {
+    const whole = policy.prefill(prompt.slice(0, 300))
+    for (const length of [1, 17, 299]) {
+      const part = policy.forkPrefix(whole, length)
+      expect(part.length).toBe(length)
+      policy.extend(part, prompt.slice(length, 300))
+      expect(logitsOf(part)).toEqual(logitsOf(whole))
+    }
+    // Its hidden state is not kept: logits read before an extend are NaN, not another token's.
+    expect(logitsOf(policy.forkPrefix(whole, 10)).every(Number.isNaN)).toBe(true)
+    expect(() => policy.forkPrefix(whole, 0)).toThrow(RangeError)
+    expect(() => policy.forkPrefix(whole, 301)).toThrow(RangeError)
   })
 
   it("keeps at most its bound of prompt tokens, dropping the least recently used", () => {

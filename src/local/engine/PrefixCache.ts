@@ -1,6 +1,9 @@
 /**
  * Prompt states kept across requests (automatic prefix caching, as the hosted engine does): a request whose
- * prompt starts with a prompt seen before forks that prompt's state and runs only the tokens after it.
+ * prompt starts with a prompt seen before forks that prompt's state and runs only the tokens after it; one that
+ * shares only a first part with a prompt seen before (at least {@link MIN_SHARED_TOKENS} tokens: an agent's system
+ * prompt and tools, before a different question) copies that part of its state (`forkPrefix`) and runs the rest.
+ * Prompts whose prefills run at the same time share nothing: a prompt's state is kept once its prefill is done.
  *
  * An RL loop asks the same thing many times: the rollouts of a group share their first prompt, and each turn
  * of a multi-turn agent's conversation starts with the previous turn's prompt (the generation prompt is
@@ -22,6 +25,11 @@ export interface ExtendableModel<S extends DecodeState> extends LanguageModel<S>
   readonly extend: (state: S, ids: ArrayLike<number>) => void
   /** A state holding no token yet, with room for `expected` tokens, for `extend` to fill (optional). */
   readonly emptyState?: ((expected: number) => S) | undefined
+  /**
+   * A new state holding the first `length` tokens of `state`, to be extended by at least one token before its
+   * logits are read (optional: without it, only a whole cached prompt is reused).
+   */
+  readonly forkPrefix?: ((state: S, length: number) => S) | undefined
 }
 
 /**
@@ -138,14 +146,19 @@ export const DEFAULT_MAX_TOKENS = 32_768
 const isExtendable = <S extends DecodeState>(model: LanguageModel<S>): model is ExtendableModel<S> =>
   typeof (model as Partial<ExtendableModel<S>>).extend === "function"
 
-/** Whether `prefix` is a prefix of `ids`. */
-const startsWith = (ids: ReadonlyArray<number>, prefix: Int32Array): boolean => {
-  if (prefix.length > ids.length) return false
-  // The last token differs most often (prompts share their beginnings): check it first.
-  if (prefix.length > 0 && ids[prefix.length - 1] !== prefix[prefix.length - 1]) return false
-  for (let i = 0; i < prefix.length; i++) if (ids[i] !== prefix[i]) return false
-  return true
+/** How many tokens `ids` and `cached` begin with alike. */
+const sharedLength = (ids: ReadonlyArray<number>, cached: Int32Array): number => {
+  const n = Math.min(ids.length, cached.length)
+  let i = 0
+  while (i < n && ids[i] === cached[i]) i++
+  return i
 }
+
+/**
+ * The fewest tokens a prompt must share with a cached one for the shared part to be copied rather than run: a
+ * copy of a few rows costs about what running them does.
+ */
+export const MIN_SHARED_TOKENS = 16
 
 /** An LRU of prompt states of one model, bounded in tokens. */
 export class PrefixCache implements PromptStates {
@@ -154,6 +167,8 @@ export class PrefixCache implements PromptStates {
   private clock = 0
   /** Prompts that started from a cached state. */
   hits = 0
+  /** Prompts that started from the first part of a cached prompt (a system prompt and tools, say). */
+  partialHits = 0
   /** Prompts prefilled from nothing. */
   misses = 0
   /** Prompt tokens not run thanks to the cache. */
@@ -189,21 +204,37 @@ export class PrefixCache implements PromptStates {
     ids: ReadonlyArray<number>,
     chunk: ChunkSize
   ): Generator<PromptWork<S>, S> {
+    // The entry sharing the most tokens with the prompt: a whole cached prompt is forked as it is; the first part
+    // of one (the prompts of an agent share their system prompt and tools) is copied, and the rest run from there.
     let best: Entry | undefined
+    let shared = 0
     for (const entry of this.entries) {
-      if ((best === undefined || entry.ids.length > best.ids.length) && startsWith(ids, entry.ids)) best = entry
+      const n = sharedLength(ids, entry.ids)
+      // On a tie, a whole cached prompt over the first part of a longer one (its state is ready to sample from).
+      const wholeOverPart = n === shared && n === entry.ids.length && best !== undefined && n < best.ids.length
+      if (n > shared || wholeOverPart) {
+        best = entry
+        shared = n
+      }
     }
     let start: S | null = null
-    if (best === undefined) this.misses += 1
-    else {
+    const whole = best !== undefined && shared === best.ids.length
+    // A part leaves at least one token to run (its hidden state is not kept).
+    const part = Math.min(shared, ids.length - 1)
+    if (best !== undefined && whole) {
       this.hits += 1
-      this.savedTokens += best.ids.length
+      this.savedTokens += shared
       best.used = ++this.clock
       start = model.fork(best.state as S)
-    }
+    } else if (best !== undefined && model.forkPrefix !== undefined && part >= MIN_SHARED_TOKENS) {
+      this.partialHits += 1
+      this.savedTokens += part
+      best.used = ++this.clock
+      start = model.forkPrefix(best.state as S, part)
+    } else this.misses += 1
     const state = yield* promptWork(model, start, ids, chunk)
     // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
-    if (best === undefined || best.ids.length < ids.length) this.keep(model, Int32Array.from(ids), model.fork(state))
+    if (!whole || best!.ids.length < ids.length) this.keep(model, Int32Array.from(ids), model.fork(state))
     return state
   }
 

@@ -263,6 +263,24 @@ export class Policy implements LanguageModel<PolicyState> {
   }
 
   /**
+   * A new state holding the first `length` tokens of `state` (its caches' first rows copied), to be extended by
+   * at least one token before its logits are read: the hidden state after an earlier token than the last is not
+   * kept, so the copy's is NaN until an `extend` writes it. Extended by the rest of a prompt, it is the state of a
+   * prefill of the whole prompt, bit for bit (each row depends only on its token, its position and the rows before).
+   */
+  readonly forkPrefix = (state: PolicyState, length: number): PolicyState => {
+    if (!Number.isInteger(length) || length < 1 || length > state.length) {
+      throw new RangeError(`forkPrefix: a length from 1 to the state's ${state.length} tokens, got ${length}`)
+    }
+    const row = 2 * this.config.dModel
+    const capacity = this.fit(Math.max(16, length + 16))
+    const kv = state.kv.map((src) => this.copied(src, capacity * row, length * row))
+    const last = this.makeState(this.config.dModel, false)
+    last.fill(Number.NaN)
+    return new PolicyState(length, kv, capacity, last)
+  }
+
+  /**
    * Gives a state's caches back to the kernels' memory at once (see `Heap.release`); the state is emptied (no
    * cache, length 0), so a use after it fails rather than reading another state's rows.
    */
