@@ -6,11 +6,12 @@
  * state, bit for bit, as one prefill.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
+import * as Effect from "effect/Effect"
+import type { ChatCompletion, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
 import { DEFAULT_CHUNK, MIN_SHARED_TOKENS, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
-import { complete, completeStream, prepare } from "../../src/local/engine/Sampler.js"
+import { complete, completeEffect, completeStream, prepare } from "../../src/local/engine/Sampler.js"
 
 const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 2048 }, { seed: 3 })
 
@@ -103,6 +104,32 @@ describe("PrefixCache", () => {
     // The first prompt from nothing, the others from its first part (the last one is shorter than an earlier one).
     expect([cache.hits, cache.partialHits, cache.misses]).toEqual([0, 3, 1])
   })
+
+  it.live("prompts in flight together share their first part: the later wait for the first's state, bit for bit", () =>
+    Effect.gen(function* () {
+      const cache = new PrefixCache()
+      const system = { role: "system" as const, content: "You answer questions about the weather, with a tool." }
+      const questions = [
+        "Is it raining in Lima?",
+        "How cold is Oslo tonight?",
+        "Wind in Lima?",
+        "Is it raining in Lima?"
+      ]
+      const requests = questions.map((question, i) => request([system, { role: "user", content: question }], 20 + i))
+      const options = (i: number) => ({ modelName: "m", now: 0, requestId: `f${i}` })
+      const alone = requests.map((r, i) => complete(policy, r, options(i)))
+      // All four at once, as a step's groups start: none is kept before the others begin.
+      const together = yield* Effect.all(
+        requests.map((r, i) => completeEffect(policy, r, { ...options(i), promptStates: cache })),
+        { concurrency: "unbounded" }
+      )
+      const idless = (cs: ReadonlyArray<ChatCompletion>) =>
+        JSON.stringify(cs.map((c) => c.choices)).replace(/call_[0-9a-f]+/g, "call")
+      expect(idless(together)).toBe(idless(alone))
+      // The first from nothing; the other three from its state (the last, the same prompt, from all but its last token).
+      expect([cache.hits, cache.partialHits, cache.misses]).toEqual([0, 3, 1])
+    })
+  )
 
   it("forkPrefix: the first tokens of a state, extended by the rest, are the state of the whole prefill", () => {
     const whole = policy.prefill(prompt.slice(0, 300))

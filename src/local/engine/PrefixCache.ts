@@ -134,6 +134,15 @@ function* runWork<S extends DecodeState>(model: LanguageModel<S>, work: Generato
   return next.value
 }
 
+/** A prompt whose pieces are running, and the state they build (null until its first piece). */
+interface Running {
+  readonly ids: ReadonlyArray<number>
+  state: DecodeState | null
+}
+
+/** The tokens of a piece that waits (see `PrefixCache.startOf`): none. */
+const NO_TOKENS: ReadonlyArray<number> = []
+
 interface Entry {
   readonly ids: Int32Array
   readonly state: DecodeState
@@ -147,7 +156,7 @@ const isExtendable = <S extends DecodeState>(model: LanguageModel<S>): model is 
   typeof (model as Partial<ExtendableModel<S>>).extend === "function"
 
 /** How many tokens `ids` and `cached` begin with alike. */
-const sharedLength = (ids: ReadonlyArray<number>, cached: Int32Array): number => {
+const sharedLength = (ids: ArrayLike<number>, cached: ArrayLike<number>): number => {
   const n = Math.min(ids.length, cached.length)
   let i = 0
   while (i < n && ids[i] === cached[i]) i++
@@ -163,6 +172,7 @@ export const MIN_SHARED_TOKENS = 16
 /** An LRU of prompt states of one model, bounded in tokens. */
 export class PrefixCache implements PromptStates {
   private readonly entries: Array<Entry> = []
+  private readonly running = new Set<Running>()
   private held = 0
   private clock = 0
   /** Prompts that started from a cached state. */
@@ -204,38 +214,94 @@ export class PrefixCache implements PromptStates {
     ids: ReadonlyArray<number>,
     chunk: ChunkSize
   ): Generator<PromptWork<S>, S> {
-    // The entry sharing the most tokens with the prompt: a whole cached prompt is forked as it is; the first part
-    // of one (the prompts of an agent share their system prompt and tools) is copied, and the rest run from there.
-    let best: Entry | undefined
-    let shared = 0
-    for (const entry of this.entries) {
-      const n = sharedLength(ids, entry.ids)
-      // On a tie, a whole cached prompt over the first part of a longer one (its state is ready to sample from).
-      const wholeOverPart = n === shared && n === entry.ids.length && best !== undefined && n < best.ids.length
-      if (n > shared || wholeOverPart) {
-        best = entry
-        shared = n
+    const mine: Running = { ids, state: null }
+    try {
+      const start = yield* this.startOf(model, ids)
+      this.running.add(mine)
+      // The pieces run as they come, the state they build in view of prompts that start meanwhile.
+      const work = promptWork(model, start, ids, chunk)
+      let next = work.next()
+      while (next.done !== true) {
+        mine.state = next.value.state
+        yield next.value
+        next = work.next()
       }
+      const state = next.value
+      // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
+      if (!this.holdsWhole(ids)) this.keep(model, Int32Array.from(ids), model.fork(state))
+      return state
+    } finally {
+      this.running.delete(mine)
     }
-    let start: S | null = null
-    const whole = best !== undefined && shared === best.ids.length
-    // A part leaves at least one token to run (its hidden state is not kept).
-    const part = Math.min(shared, ids.length - 1)
-    if (best !== undefined && whole) {
-      this.hits += 1
-      this.savedTokens += shared
-      best.used = ++this.clock
-      start = model.fork(best.state as S)
-    } else if (best !== undefined && model.forkPrefix !== undefined && part >= MIN_SHARED_TOKENS) {
-      this.partialHits += 1
-      this.savedTokens += part
-      best.used = ++this.clock
-      start = model.forkPrefix(best.state as S, part)
-    } else this.misses += 1
-    const state = yield* promptWork(model, start, ids, chunk)
-    // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
-    if (!whole || best!.ids.length < ids.length) this.keep(model, Int32Array.from(ids), model.fork(state))
-    return state
+  }
+
+  /** Whether an entry holds exactly `ids`. */
+  private holdsWhole(ids: ReadonlyArray<number>): boolean {
+    for (const entry of this.entries) {
+      if (entry.ids.length === ids.length && sharedLength(ids, entry.ids) === ids.length) return true
+    }
+    return false
+  }
+
+  /**
+   * The state a prompt starts from, or null (from nothing). The entry sharing the most tokens with the prompt: a
+   * whole cached prompt is forked as it is; the first part of one (the prompts of an agent share their system
+   * prompt and tools) is copied, and the rest run from there. When a prompt still running shares more (a step's
+   * groups start together: their prompts arrive before any is kept), it waits for that prompt's state to hold
+   * the shared part (pieces of no tokens, one a step) and copies it from there.
+   */
+  private *startOf<S extends DecodeState>(model: ExtendableModel<S>, ids: ReadonlyArray<number>) {
+    for (;;) {
+      let best: Entry | undefined
+      let shared = 0
+      for (const entry of this.entries) {
+        const n = sharedLength(ids, entry.ids)
+        // On a tie, a whole cached prompt over the first part of a longer one (its state is ready to sample from).
+        const wholeOverPart = n === shared && n === entry.ids.length && best !== undefined && n < best.ids.length
+        if (n > shared || wholeOverPart) {
+          best = entry
+          shared = n
+        }
+      }
+      if (best !== undefined && shared === best.ids.length) {
+        this.hits += 1
+        this.savedTokens += shared
+        best.used = ++this.clock
+        return model.fork(best.state as S)
+      }
+      if (model.forkPrefix === undefined) break
+      // A part leaves at least one token to run (its hidden state is not kept).
+      const part = Math.min(shared, ids.length - 1)
+      let other: Running | undefined
+      let otherPart = 0
+      for (const running of this.running) {
+        const n = Math.min(sharedLength(ids, running.ids), ids.length - 1)
+        if (running.state !== null && n > otherPart) {
+          other = running
+          otherPart = n
+        }
+      }
+      if (other !== undefined && otherPart >= MIN_SHARED_TOKENS && otherPart >= part + MIN_SHARED_TOKENS) {
+        const state = other.state as S
+        if (state.length >= otherPart) {
+          this.partialHits += 1
+          this.savedTokens += otherPart
+          return model.forkPrefix(state, otherPart)
+        }
+        // Not there yet: a step later, look again (it may have ended, and be an entry, or been dropped).
+        yield { state, ids: NO_TOKENS }
+        continue
+      }
+      if (best !== undefined && part >= MIN_SHARED_TOKENS) {
+        this.partialHits += 1
+        this.savedTokens += part
+        best.used = ++this.clock
+        return model.forkPrefix(best.state as S, part)
+      }
+      break
+    }
+    this.misses += 1
+    return null
   }
 
   private keep<S extends DecodeState>(model: ExtendableModel<S>, ids: Int32Array, state: S): void {

@@ -357,7 +357,8 @@ export const stepJobs = <S extends DecodeState>(
     const cost = rowsCost(piece.state.length, piece.ids.length)
     if (pieces > 0 && spent + cost > budget) continue
     spent += cost
-    pieces += 1
+    // A piece of no tokens (a prompt waiting for another's state, see `PrefixCache`) does not take the first slot.
+    if (piece.ids.length > 0) pieces += 1
     states.push(piece.state)
     ids.push(piece.ids)
     stepped.push(job)
