@@ -3,7 +3,8 @@
  * prompt starts with a prompt seen before forks that prompt's state and runs only the tokens after it; one that
  * shares only a first part with a prompt seen before (at least {@link MIN_SHARED_TOKENS} tokens: an agent's system
  * prompt and tools, before a different question) copies that part of its state (`forkPrefix`) and runs the rest.
- * Prompts whose prefills run at the same time share nothing: a prompt's state is kept once its prefill is done.
+ * A prompt's state is kept once its prefill is done; one that starts while a prompt it shares a first part with
+ * still runs (a step's groups start at once) waits for that prompt's state to hold the part, then copies it.
  *
  * An RL loop asks the same thing many times: the rollouts of a group share their first prompt, and each turn
  * of a multi-turn agent's conversation starts with the previous turn's prompt (the generation prompt is
