@@ -284,14 +284,13 @@ export class PrefixCache implements PromptStates {
       }
       if (other !== undefined && otherPart >= MIN_SHARED_TOKENS && otherPart >= part + MIN_SHARED_TOKENS) {
         const state = other.state as S
-        if (state.length >= otherPart) {
-          this.partialHits += 1
-          this.savedTokens += otherPart
-          return model.forkPrefix(state, otherPart)
-        }
-        // Not there yet: a step later, look again (it may have ended, and be an entry, or been dropped).
-        yield { state, ids: NO_TOKENS }
-        continue
+        // Until it holds the part, a step at a time; only that prompt is watched meanwhile (not every entry and
+        // prompt again each step). If it ends first (kept, or dropped), everything is looked at again.
+        while (state.length < otherPart && this.running.has(other)) yield { state, ids: NO_TOKENS }
+        if (!this.running.has(other)) continue
+        this.partialHits += 1
+        this.savedTokens += otherPart
+        return model.forkPrefix(state, otherPart)
       }
       if (best !== undefined && part >= MIN_SHARED_TOKENS) {
         this.partialHits += 1
