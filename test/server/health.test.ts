@@ -35,7 +35,9 @@ const BrokenBackend = Layer.effect(
     url,
     apiKey: Redacted.make(API_KEY),
     dataDir: "",
-    signInLink: Effect.die("no sign-in links in this test")
+    signInLink: Effect.die("no sign-in links in this test"),
+    // Over the network: the helpers' clients take the URL.
+    fetch: globalThis.fetch
   }))
 ).pipe(Layer.provide(Server.layer({ apiKey: Redacted.make(API_KEY) })), Layer.provide(BrokenStore), Layer.orDie)
 

@@ -11,6 +11,7 @@ import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { ConfigError } from "effect/ConfigError"
 import * as Console from "effect/Console"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -26,6 +27,7 @@ import * as SignIn from "../server/SignIn.js"
 import * as DataDir from "../store/DataDir.js"
 import type { DataDirError } from "../store/DataDirError.js"
 import * as Store from "../store/Store.js"
+import { inProcessFetch } from "./inProcessFetch.js"
 
 /**
  * Starts the embedded backend in the current scope (stopped, draining, when it closes), on `127.0.0.1` and a
@@ -51,6 +53,7 @@ export const start = (
     const url = yield* Effect.provide(Server.url, context)
     yield* DataDir.announce(dataDir, url)
     const signInLink = Effect.provide(Server.signInLink, context)
+    const fetch = inProcessFetch(url, Context.get(context, Server.InProcess).handle)
     // While the program runs the key file is there; a temporary data directory (and the key) goes when it ends.
     const note = signInNote({
       ttl: options.signInTtl ?? SignIn.DEFAULT_TTL,
@@ -73,7 +76,7 @@ export const start = (
           : Effect.void
       )
     }
-    return { url, apiKey, dataDir, signInLink }
+    return { url, apiKey, dataDir, signInLink, fetch }
   }).pipe(Effect.provide(NodeContext.layer))
 
 /** What a printed sign-in link says of itself: how long it lasts, and where the key is for after. */

@@ -45,12 +45,14 @@
  */
 import { createServer } from "node:http"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -136,6 +138,68 @@ const nodeServer = (options: Options) => () => {
   })
 }
 
+/**
+ * A running server's routes reached in the same process, without a socket: {@link layer} provides it beside the
+ * listening server, so a program that embeds the backend can skip the loopback round trip (its HTTP parsing,
+ * streams and sockets cost more CPU than many of the requests themselves).
+ */
+export interface InProcessService {
+  /**
+   * Answers a Web `Request` as the server answers the same request over the network: the same routes, edge
+   * checks (key, body bounds) and errors. The request's URL path is what is routed (its origin is ignored);
+   * its `Host` header is what the server reports as its own origin (file URLs). Once the server has stopped
+   * it rejects, as `fetch` does when nothing listens (a `TypeError` whose cause has code `ECONNREFUSED`).
+   * Aborting the request's `signal` interrupts the request's work, as a closed connection does.
+   */
+  readonly handle: (request: Request) => Promise<Response>
+}
+
+/** The running server's routes in-process (see {@link InProcessService}). */
+export class InProcess extends Context.Tag("effect-rl/local/server/Server/InProcess")<InProcess, InProcessService>() {}
+
+/** What `InProcess.handle` rejects with once the server has stopped: `fetch`'s failure when nothing listens. */
+const stopped = (): TypeError =>
+  new TypeError("fetch failed", {
+    cause: Object.assign(new Error("the embedded backend has stopped"), { code: "ECONNREFUSED" })
+  })
+
+/**
+ * Node's server, and beside it the same app as a Web handler: whatever the platform serves on the one is
+ * served on the other (`HttpApp.toWebHandlerRuntime`, with the serving effect's own context, so both run the
+ * handlers with the same services and fiber refs). The handler goes when the layer's scope closes, before the
+ * Node server stops.
+ */
+const nodeAndInProcess = (options: Options) =>
+  Layer.merge(
+    Layer.scopedContext(
+      Effect.gen(function* () {
+        const server = yield* NodeHttpServer.make(nodeServer(options), {
+          host: options.host ?? DEFAULT_HOST,
+          port: options.port ?? 0
+        })
+        let handler: ((request: Request) => Promise<Response>) | undefined
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            handler = undefined
+          })
+        )
+        const both = HttpServer.make({
+          address: server.address,
+          serve: (app, middleware) =>
+            Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+              handler = HttpApp.toWebHandlerRuntime(runtime)(app, middleware)
+              return middleware === undefined ? server.serve(app) : server.serve(app, middleware)
+            })
+        })
+        const inProcess: InProcessService = {
+          handle: (request) => (handler === undefined ? Promise.reject(stopped()) : handler(request))
+        }
+        return Context.make(HttpServer.HttpServer, both).pipe(Context.add(InProcess, inProcess))
+      })
+    ),
+    NodeHttpServer.layerContext
+  )
+
 /** The api with its handlers and the error middleware. */
 const apiLayer = (maxBodySize: number, dataDir: string | undefined) =>
   Layer.mergeAll(
@@ -156,7 +220,7 @@ const apiLayer = (maxBodySize: number, dataDir: string | undefined) =>
  */
 export const layer = (
   options: Options
-): Layer.Layer<HttpServer.HttpServer | SignIn.SignIn, ServeError, Store.Services | SqlClient.SqlClient> =>
+): Layer.Layer<HttpServer.HttpServer | InProcess | SignIn.SignIn, ServeError, Store.Services | SqlClient.SqlClient> =>
   Layer.unwrapEffect(
     Effect.gen(function* () {
       const maxBodySize = options.maxBodySize ?? DEFAULT_MAX_BODY_SIZE
@@ -183,10 +247,7 @@ export const layer = (
         // profile (bench:gateway-agents); not measured here on its own.
         HttpMiddleware.withTracerDisabledWhen(() => true)
       )
-      const node = NodeHttpServer.layer(nodeServer(options), {
-        host: options.host ?? DEFAULT_HOST,
-        port: options.port ?? 0
-      })
+      const node = nodeAndInProcess(options)
       const worker = Layer.unwrapEffect(
         Effect.map(Files.Files, (files) =>
           Worker.layer({

@@ -1,0 +1,183 @@
+/**
+ * The embedded backend reached in-process (`LocalBackend`'s `fetch`, which `Backend.local`'s clients use): the
+ * same answers as over the network, its bounds and origin kept, streams whole, no socket opened, and a refused
+ * connection's error once the backend has stopped. Sockets are counted with Node's `net.client.socket`
+ * diagnostics channel, which every client socket (undici's included) is published on.
+ */
+import { subscribe, unsubscribe } from "node:diagnostics_channel"
+import { describe, expect, it, layer } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
+import OpenAI from "openai"
+import * as Backend from "../../src/Backend.js"
+import * as TrainingClient from "../../src/client/TrainingClient.js"
+import * as LocalBackend from "../../src/LocalBackend.js"
+import { BASE_MODEL } from "../../src/local/server/internal/inference.js"
+import { API_KEY } from "../support/clients.js"
+import { auth, backendWith } from "./support.js"
+
+/** Runs `body`, counting the client sockets opened meanwhile. */
+const socketsDuring = <A>(body: () => Promise<A>): Promise<{ readonly value: A; readonly sockets: number }> => {
+  let sockets = 0
+  const count = () => {
+    sockets++
+  }
+  subscribe("net.client.socket", count)
+  return body().then(
+    (value) => {
+      unsubscribe("net.client.socket", count)
+      return { value, sockets }
+    },
+    (error: unknown) => {
+      unsubscribe("net.client.socket", count)
+      throw error
+    }
+  )
+}
+
+/** Status, content type and body text of a response (a completion's id and time left out: each has its own). */
+const read = async (response: Response) => ({
+  status: response.status,
+  type: response.headers.get("content-type"),
+  text: (await response.text()).replace(/"chatcmpl-[\w-]+"/g, '"chatcmpl-"').replace(/"created":\d+/g, '"created":0')
+})
+
+const json = { ...auth, "content-type": "application/json" }
+
+/** Requests whose answers do not depend on when they are made (a seeded completion, errors, a list). */
+const requests: ReadonlyArray<readonly [string, RequestInit]> = [
+  ["/v1/models", { headers: auth }],
+  ["/v1/models", {}],
+  ["/v1/no-such-route", { headers: auth }],
+  ["/v1/health", { method: "DELETE", headers: auth }],
+  [
+    "/v1/chat/completions",
+    {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ model: BASE_MODEL, messages: [{ role: "user", content: "hi" }], seed: 5, max_tokens: 6 })
+    }
+  ],
+  ["/v1/chat/completions", { method: "POST", headers: json, body: "{not json" }],
+  ["/v1/chat/completions", { method: "POST", headers: { ...auth, "content-type": "text/plain" }, body: "{}" }]
+]
+
+describe("the embedded backend in-process", () => {
+  layer(backendWith({ maxBodySize: 4096 }), { excludeTestServices: true })((it) => {
+    it.effect("answers as the network does, and opens no socket", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        for (const [path, init] of requests) {
+          const wire = yield* Effect.promise(() => socketsDuring(() => fetch(`${backend.url}${path}`, init).then(read)))
+          const own = yield* Effect.promise(() =>
+            socketsDuring(() => backend.fetch(`${backend.url}${path}`, init).then(read))
+          )
+          expect(own.value, `${init.method ?? "GET"} ${path}`).toEqual(wire.value)
+          expect(own.sockets).toBe(0)
+          // The counter counts: the network's first request opened a socket (later ones may reuse it).
+          if (path === requests[0]?.[0] && init === requests[0]?.[1]) expect(wire.sockets).toBeGreaterThan(0)
+        }
+      })
+    )
+
+    it.effect("keeps the body bound, for bodies of known length and streamed ones", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const big = JSON.stringify({ name: "x".repeat(5000) })
+        const post = (body: string | ReadableStream<Uint8Array>) =>
+          Effect.promise(() =>
+            backend
+              .fetch(`${backend.url}/v1/models`, { method: "POST", headers: json, body, duplex: "half" } as RequestInit)
+              .then(read)
+          )
+        const known = yield* post(big)
+        expect(known.status).toBe(413)
+        expect(JSON.parse(known.text)).toMatchObject({
+          error: { code: 413, message: "Request body exceeds the limit of 4096 bytes" }
+        })
+        const streamed = yield* post(new Blob([big]).stream())
+        expect(streamed.status).toBe(413)
+      })
+    )
+
+    it.effect("an upload's URL names the backend's own origin", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const answer = yield* Effect.promise(() =>
+          backend
+            .fetch(`${backend.url}/v1/local/files`, {
+              method: "POST",
+              headers: { ...auth, "content-type": "application/jsonl" },
+              body: '{"messages":[]}\n'
+            })
+            .then((response) => response.json() as Promise<{ readonly url: string }>)
+        )
+        expect(answer.url).toMatch(new RegExp(`^${backend.url}/v1/local/files/[^/]+/content$`))
+        const content = yield* Effect.promise(() => backend.fetch(answer.url, { headers: auth }).then(read))
+        expect(content).toMatchObject({ status: 200, text: '{"messages":[]}\n' })
+      })
+    )
+
+    it.effect("streams a completion to the openai SDK whole, without a socket", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const ask = {
+          model: BASE_MODEL,
+          messages: [{ role: "user" as const, content: "hello" }],
+          seed: 9,
+          max_tokens: 12
+        }
+        const over = (fetch: typeof globalThis.fetch) =>
+          socketsDuring(async () => {
+            const client = new OpenAI({ apiKey: API_KEY, baseURL: `${backend.url}/v1`, maxRetries: 0, fetch })
+            const whole = await client.chat.completions.create(ask)
+            let streamed = ""
+            let chunks = 0
+            for await (const chunk of await client.chat.completions.create({ ...ask, stream: true })) {
+              streamed += chunk.choices[0]?.delta.content ?? ""
+              chunks++
+            }
+            return { whole: whole.choices[0]?.message.content, streamed, chunks }
+          })
+        const own = yield* Effect.promise(() => over(backend.fetch))
+        expect(own.sockets).toBe(0)
+        expect(own.value.chunks).toBeGreaterThan(2)
+        expect(own.value.streamed).toBe(own.value.whole)
+        const wire = yield* Effect.promise(() => over(globalThis.fetch))
+        expect(wire.value).toEqual(own.value)
+      })
+    )
+  })
+
+  it.live("once stopped, it fails as a refused connection does", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(LocalBackend.layer({ apiKey: Redacted.make(API_KEY) }), scope)
+      const backend = Context.get(context, LocalBackend.LocalBackend)
+      const up = yield* Effect.promise(() => backend.fetch(`${backend.url}/v1/health`, { headers: auth }))
+      expect(up.status).toBe(200)
+      yield* Scope.close(scope, Exit.void)
+      const down = yield* Effect.flip(
+        Effect.tryPromise({ try: () => backend.fetch(`${backend.url}/v1/health`, { headers: auth }), catch: (e) => e })
+      )
+      expect(down).toBeInstanceOf(TypeError)
+      expect((down as { readonly cause?: { readonly code?: string } }).cause?.code).toBe("ECONNREFUSED")
+    })
+  )
+
+  it.live("Backend.local's clients reach it without a socket", () =>
+    Effect.gen(function* () {
+      const client = yield* TrainingClient.TrainingClient
+      const runtime = yield* Effect.runtime<never>()
+      const { value, sockets } = yield* Effect.promise(() =>
+        socketsDuring(() => Effect.runPromise(Effect.provide(client.listBaseModels, runtime)))
+      )
+      expect(value).toContain(BASE_MODEL)
+      expect(sockets).toBe(0)
+    }).pipe(Effect.provide(Backend.local({ apiKey: Redacted.make(API_KEY) })))
+  )
+})
