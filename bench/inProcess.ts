@@ -33,9 +33,7 @@ const backend = await backendRuntime.runPromise(LocalBackend.LocalBackend)
 
 /** The inference client over `http`. */
 const clientOver = (http: Layer.Layer<import("@effect/platform/HttpClient").HttpClient>) =>
-  ManagedRuntime.make(
-    InferenceClient.layer({ baseUrl: backend.url, apiKey: backend.apiKey }).pipe(Layer.provide(http))
-  )
+  ManagedRuntime.make(InferenceClient.layer({ baseUrl: backend.url, apiKey: backend.apiKey }).pipe(Layer.provide(http)))
 
 const ways = {
   network: clientOver(NodeHttpClient.layerUndici),

@@ -1,4 +1,4 @@
-/** The compiled bin (`dist/cli/main.js`). */
+/** The compiled bin (`dist/bin/effect-rl.js`, the bundle of `dist/cli/main.js`). */
 export declare const compiledCli: string
 /** The bin's source (`src/cli/main.ts`). */
 export declare const sourceCli: string

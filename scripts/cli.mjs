@@ -1,9 +1,10 @@
 /**
  * Runs the `effect-rl` command from this checkout (what `npm start` and `npm run cli` run): the compiled bin
- * (`dist/cli/main.js`, what an installed package runs) when it was built after the last change to the sources,
- * else the sources through tsx. `npm ci` builds `dist/` (the `prepare` script), so a fresh checkout starts the
- * compiled bin, about 1.5 s sooner (tsx compiles and resolves every module at each start); a checkout whose
- * sources changed since its last build runs them as they are, so an edit is never run stale.
+ * (`dist/bin/effect-rl.js`, the bundle of `dist/cli/main.js` that scripts/build-bin.mjs makes, what an installed
+ * package runs) when it was built after the last change to the sources, else the sources through tsx. `npm ci`
+ * builds `dist/` (the `prepare` script), so a fresh checkout starts the compiled bin, about 2 s sooner (tsx
+ * compiles and resolves every module at each start); a checkout whose sources changed since its last build runs
+ * them as they are, so an edit is never run stale.
  *
  *   node scripts/cli.mjs <command> [args...]
  */
@@ -13,8 +14,8 @@ import { pathToFileURL } from "node:url"
 
 const root = join(import.meta.dirname, "..")
 
-/** The compiled bin. */
-export const compiledCli = join(root, "dist", "cli", "main.js")
+/** The compiled bin (built last by `npm run build`, so its time is the build's). */
+export const compiledCli = join(root, "dist", "bin", "effect-rl.js")
 
 /** The bin's source. */
 export const sourceCli = join(root, "src", "cli", "main.ts")

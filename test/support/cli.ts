@@ -1,6 +1,6 @@
 /**
- * How the tests run the `effect-rl` command as a process: the compiled bin (`dist/cli/main.js`, what an installed
- * package runs) when it was built after the last change to the sources, else the sources through tsx. `npm ci`
+ * How the tests run the `effect-rl` command as a process: the compiled bin (`dist/bin/effect-rl.js`, the bundle
+ * of `dist/cli/main.js`, what an installed package runs) when it was built after the last change to the sources, else the sources through tsx. `npm ci`
  * builds `dist/` (the `prepare` script), so a fresh checkout and CI run the compiled bin, which starts in about
  * a third of the time (tsx compiles and resolves every module at each start: some 1.3 s a process here); a
  * checkout whose sources changed since its last build runs them as they are. The check is `scripts/cli.mjs`'s,

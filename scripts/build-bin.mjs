@@ -1,0 +1,76 @@
+// Bundles the `effect-rl` command (the compiled dist/cli/main.js, the examples it trains and everything they import
+// from node_modules) into dist/bin/: effect-rl.js and the chunks it loads on demand (the embedded backend, each
+// command's own parts). Run by `npm run build` after tsc. Why: the unbundled command loads about 700 modules before
+// it reads its arguments (1.2 s on this machine for `effect-rl --version`, most of it resolving and compiling
+// `effect`'s files); the bundle starts in about 0.45 s (bench/cliStart.ts).
+//
+// The bundle behaves as the files it was built from:
+// - every module of this package keeps its own `import.meta.url` (the file's place under dist/, computed from the
+//   chunk's), so what it finds beside itself (the shipped weights, the dashboard's files, better-sqlite3 through
+//   `createRequire`) is found as before, and the worker threads (training, decoding) start on their unbundled
+//   modules as before;
+// - the examples' registry, which dist/cli/main.js imports by a computed URL (so that it runs from src/ too), is
+//   imported by its path here, so the examples are in the bundle and share its one copy of `effect`;
+// - better-sqlite3 (a native addon) and what only tests or optional features load from elsewhere stay outside.
+import { readFile, rm } from "node:fs/promises"
+import { relative } from "node:path"
+import { fileURLToPath } from "node:url"
+import { build } from "esbuild"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+const outdir = `${root}dist/bin`
+
+/** The registry import of dist/cli/main.js, and what it becomes in the bundle. */
+const REGISTRY_IMPORT = "import(new URL(registry, import.meta.url).href)"
+const REGISTRY_STATIC = 'import("../examples/index.js")'
+
+/** The chunks' banner: `require` for bundled CommonJS, and each package module's own URL (see above). */
+const BANNER = [
+  'import { createRequire as __effectRlCreateRequire } from "node:module";',
+  "const require = __effectRlCreateRequire(import.meta.url);",
+  // Every output file is in dist/bin/: the package root is two levels up.
+  'const __effectRlModuleUrl = (path) => new URL("../../" + path, import.meta.url).href;'
+].join("\n")
+
+/** Rewrites the package's own modules as described in the header. */
+const packageModules = {
+  name: "effect-rl-package-modules",
+  setup(context) {
+    const dist = `${root}dist/`
+    context.onLoad({ filter: /\.js$/ }, async (args) => {
+      if (!args.path.startsWith(dist) || args.path.startsWith(`${outdir}/`)) return undefined
+      let text = await readFile(args.path, "utf8")
+      if (args.path === `${dist}cli/main.js`) {
+        if (!text.includes(REGISTRY_IMPORT)) {
+          throw new Error(`build-bin: dist/cli/main.js no longer has \`${REGISTRY_IMPORT}\`: update this script`)
+        }
+        text = text.replace(REGISTRY_IMPORT, REGISTRY_STATIC)
+      }
+      const path = relative(root, args.path).split("\\").join("/")
+      text = text.replaceAll("import.meta.url", `__effectRlModuleUrl(${JSON.stringify(path)})`)
+      return { contents: text, loader: "js" }
+    })
+  }
+}
+
+/** Builds the bundle into `<root>/dist/bin/`, replacing what was there. */
+export const buildBin = async () => {
+  await rm(outdir, { recursive: true, force: true })
+  await build({
+    entryPoints: { "effect-rl": `${root}dist/cli/main.js` },
+    bundle: true,
+    splitting: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    outdir,
+    chunkNames: "[name]-[hash]",
+    external: ["better-sqlite3", "tsx", "tsx/*", "playwright-core", "puppeteer-core"],
+    banner: { js: BANNER },
+    plugins: [packageModules],
+    legalComments: "eof",
+    logLevel: "warning"
+  })
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await buildBin()

@@ -1,0 +1,64 @@
+/**
+ * The bundled command (`dist/bin/`, scripts/build-bin.mjs), which an installed package and `npm start` run: it runs,
+ * the examples' registry is inside it, it holds one copy of `effect` (the examples' imports of `effect-rl` bundled
+ * with the command's own, not beside them), and the package's modules in it find their files where they were. Its
+ * training runs are the slow tests' (`test/examples/cli-train.slow.test.ts`), through the same bin.
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { compiledCli, compiledIsFresh } from "../../scripts/cli.mjs"
+import { runCli, usesCompiledCli } from "../support/cli.js"
+
+const root = join(import.meta.dirname, "..", "..")
+const bin = join(root, "dist", "bin")
+const fresh = compiledIsFresh()
+if (!fresh) console.warn(`SKIPPED: ${compiledCli} is missing or older than src/: run \`npm run build\``)
+
+/** The bundle's files and their text. */
+const files = () =>
+  readdirSync(bin)
+    .filter((name) => name.endsWith(".js"))
+    .map((name) => ({ name, text: readFileSync(join(bin, name), "utf8") }))
+
+describe.skipIf(!fresh)("the bundled effect-rl command", () => {
+  it("is what the tests and npm start run, and package.json's bin", () => {
+    expect(usesCompiledCli).toBe(true)
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { bin: Record<string, string> }
+    expect(join(root, pkg.bin["effect-rl"]!)).toBe(compiledCli)
+  })
+
+  it("prints its version, and the examples it trains (the registry is bundled)", async () => {
+    const env = { PATH: process.env.PATH }
+    const version = await runCli(["--version"], env)
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }
+    expect(version.code).toBe(0)
+    expect(version.stdout.trim()).toBe(pkg.version)
+    const list = await runCli(["train"], env)
+    expect(list.code).toBe(0)
+    expect(list.stdout).toMatch(/^examples: .*\btictactoe\b/)
+  })
+
+  it("holds one copy of effect's core", () => {
+    const copies = files().filter(({ text }) => /\b(?:const|let|var) globalStoreId = `effect\/GlobalValue`/.test(text))
+    expect(copies.map(({ name }) => name)).toHaveLength(1)
+  })
+
+  it("keeps each package module's own URL (what finds the weights, the dashboard, SQLite, the threads' modules)", () => {
+    const all = files()
+      .map(({ text }) => text)
+      .join("\n")
+    for (const module of [
+      "dist/cli/main.js",
+      "dist/local/server/internal/baseModels.js",
+      "dist/local/server/internal/assets.js",
+      "dist/local/server/internal/trainingThread.js",
+      "dist/local/engine/policy/DecodeThread.js",
+      "dist/local/store/Integrity.js",
+      "dist/local/store/Backup.js"
+    ]) {
+      expect(all, module).toContain(`__effectRlModuleUrl(${JSON.stringify(module)})`)
+    }
+    expect(all).not.toContain("registry, import.meta.url")
+  })
+})
