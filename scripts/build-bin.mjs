@@ -7,10 +7,13 @@
 // The bundle behaves as the files it was built from:
 // - every module of this package keeps its own `import.meta.url` (the file's place under dist/, computed from the
 //   chunk's), so what it finds beside itself (the shipped weights, the dashboard's files, better-sqlite3 through
-//   `createRequire`) is found as before, and the worker threads (training, decoding) start on their unbundled
-//   modules as before;
+//   `createRequire`) is found as before;
+// - the worker threads that run a module of this package (training, decoding) start on an entry of the bundle for
+//   that module (`thread-training.js`, `thread-decoding.js`), which loads the chunks holding it, as quickly as the
+//   command itself starts (a thread loads its own copy of every module, on the core the command also starts on);
 // - the examples' registry, which dist/cli/main.js imports by a computed URL (so that it runs from src/ too), is
-//   imported by its path here, so the examples are in the bundle and share its one copy of `effect`;
+//   imported by its path here, so the examples are in the bundle and share its one copy of this package and of
+//   `effect`;
 // - better-sqlite3 (a native addon) and what only tests or optional features load from elsewhere stay outside.
 import { readFile, rm } from "node:fs/promises"
 import { relative } from "node:path"
@@ -19,6 +22,13 @@ import { build } from "esbuild"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const outdir = `${root}dist/bin`
+
+/** The modules that start a thread on themselves, and the bundle entry each thread starts on instead. */
+const THREADS = {
+  "local/engine/policy/DecodeThread.js": "thread-decoding",
+  "local/server/internal/trainingThread.js": "thread-training"
+}
+const THREAD_START = "startModuleThread(import.meta.url"
 
 /** The registry import of dist/cli/main.js, and what it becomes in the bundle. */
 const REGISTRY_IMPORT = "import(new URL(registry, import.meta.url).href)"
@@ -46,8 +56,19 @@ const packageModules = {
         }
         text = text.replace(REGISTRY_IMPORT, REGISTRY_STATIC)
       }
+      const thread = THREADS[args.path.slice(dist.length)]
+      if (thread !== undefined) {
+        if (!text.includes(THREAD_START)) {
+          throw new Error(`build-bin: ${args.path} no longer has \`${THREAD_START}\`: update this script`)
+        }
+        // The chunk's own URL (not rewritten below): every output file is in dist/bin/.
+        text = text.replace(THREAD_START, `startModuleThread(new URL("./${thread}.js", import.meta.url).href`)
+        text = text.replaceAll("import.meta.url).href", "import.meta.__effectRlChunkUrl).href")
+      }
       const path = relative(root, args.path).split("\\").join("/")
-      text = text.replaceAll("import.meta.url", `__effectRlModuleUrl(${JSON.stringify(path)})`)
+      text = text
+        .replaceAll("import.meta.url", `__effectRlModuleUrl(${JSON.stringify(path)})`)
+        .replaceAll("import.meta.__effectRlChunkUrl", "import.meta.url")
       return { contents: text, loader: "js" }
     })
   }
@@ -57,7 +78,10 @@ const packageModules = {
 export const buildBin = async () => {
   await rm(outdir, { recursive: true, force: true })
   await build({
-    entryPoints: { "effect-rl": `${root}dist/cli/main.js` },
+    entryPoints: {
+      "effect-rl": `${root}dist/cli/main.js`,
+      ...Object.fromEntries(Object.entries(THREADS).map(([module, entry]) => [entry, `${root}dist/${module}`]))
+    },
     bundle: true,
     splitting: true,
     format: "esm",
@@ -68,6 +92,10 @@ export const buildBin = async () => {
     external: ["better-sqlite3", "tsx", "tsx/*", "playwright-core", "puppeteer-core"],
     banner: { js: BANNER },
     plugins: [packageModules],
+    // Not tsconfig.json's: its `paths` map `effect-rl` to src/ (for type-checking the examples), which would bundle
+    // a second copy of the package, from its sources, for the examples' imports. Here they take package.json's
+    // `exports` (dist/), as an installed package's examples do.
+    tsconfigRaw: {},
     legalComments: "eof",
     logLevel: "warning"
   })
