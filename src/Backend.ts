@@ -6,7 +6,7 @@
  * - {@link local}: starts the embedded backend in-process (SQLite under a data directory, the small CPU
  *   policy) on a free loopback port and points the clients at it (the trace surface is on the same origin,
  *   with the same key), with `SftData` uploading SFT data to it. No account, GPU or network needed. The
- *   clients reach it without a socket (`LocalBackend`'s `fetch`); other programs reach it at its URL.
+ *   clients reach it without a socket (`LocalBackend`'s `httpClient`); other programs reach it at its URL.
  * - {@link hosted}: the hosted services, configured from the environment (`WANDB_API_KEY`,
  *   `EFFECT_RL_TRAINING_URL`, `EFFECT_RL_INFERENCE_URL`, `EFFECT_RL_TRACE_URL`), options winning over it.
  * - {@link fromEnv}: `hosted` when `WANDB_API_KEY` is set, else `local`.
@@ -21,7 +21,7 @@
  * @since 0.1.0
  */
 import type { PlatformError } from "@effect/platform/Error"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import type { ConfigError } from "effect/ConfigError"
@@ -56,10 +56,10 @@ export const local = (
   PlatformError | ServeError | ConfigError | LocalBackend.DataDirError
 > => {
   const clients = Layer.unwrapEffect(
-    Effect.map(LocalBackend.LocalBackend, ({ apiKey, url, fetch }) => {
+    Effect.map(LocalBackend.LocalBackend, ({ apiKey, url, httpClient }) => {
       const common = { ...options.client, apiKey, baseUrl: url }
       // In-process: a loopback round trip (sockets, HTTP parsing, streams) cost more CPU than most requests.
-      const http = FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, fetch)))
+      const http = Layer.succeed(HttpClient.HttpClient, httpClient)
       return Layer.mergeAll(
         TrainingClient.layer(common),
         InferenceClient.layer(common),

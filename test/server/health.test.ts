@@ -1,3 +1,5 @@
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
@@ -37,7 +39,8 @@ const BrokenBackend = Layer.effect(
     dataDir: "",
     signInLink: Effect.die("no sign-in links in this test"),
     // Over the network: the helpers' clients take the URL.
-    fetch: globalThis.fetch
+    fetch: globalThis.fetch,
+    httpClient: Effect.runSync(Effect.provide(HttpClient.HttpClient, FetchHttpClient.layer))
   }))
 ).pipe(Layer.provide(Server.layer({ apiKey: Redacted.make(API_KEY) })), Layer.provide(BrokenStore), Layer.orDie)
 

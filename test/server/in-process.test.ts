@@ -1,14 +1,16 @@
 /**
- * The embedded backend reached in-process (`LocalBackend`'s `fetch`, which `Backend.local`'s clients use): the
- * same answers as over the network, its bounds and origin kept, streams whole, no socket opened, and a refused
+ * The embedded backend reached in-process (`LocalBackend`'s `fetch`, and its `httpClient`, which `Backend.local`'s
+ * clients use): the same answers as over the network, work stopped when its client gives up, its bounds and origin kept, streams whole, no socket opened, and a refused
  * connection's error once the backend has stopped. Sockets are counted with Node's `net.client.socket`
  * diagnostics channel, which every client socket (undici's included) is published on.
  */
 import { subscribe, unsubscribe } from "node:diagnostics_channel"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { describe, expect, it, layer } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
@@ -54,6 +56,7 @@ const requests: ReadonlyArray<readonly [string, RequestInit]> = [
   ["/v1/models", {}],
   ["/v1/no-such-route", { headers: auth }],
   ["/v1/health", { method: "DELETE", headers: auth }],
+  ["/v1/health", { method: "HEAD", headers: auth }],
   [
     "/v1/chat/completions",
     {
@@ -80,6 +83,54 @@ describe("the embedded backend in-process", () => {
           expect(own.sockets).toBe(0)
           // The counter counts: the network's first request opened a socket (later ones may reuse it).
           if (path === requests[0]?.[0] && init === requests[0]?.[1]) expect(wire.sockets).toBeGreaterThan(0)
+        }
+      })
+    )
+
+    it.effect("its HttpClient answers as the network does too, streams included, and opens no socket", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const viaClient = (path: string, init: RequestInit) =>
+          Effect.gen(function* () {
+            const headers = (init.headers ?? {}) as Record<string, string>
+            let request = HttpClientRequest.make((init.method ?? "GET") as "GET")(`${backend.url}${path}`).pipe(
+              HttpClientRequest.setHeaders(headers)
+            )
+            if (typeof init.body === "string") {
+              request = HttpClientRequest.bodyText(request, init.body, headers["content-type"] ?? "text/plain")
+            }
+            const response = yield* backend.httpClient.execute(request)
+            const text = yield* response.text
+            return {
+              status: response.status,
+              type: response.headers["content-type"] ?? null,
+              text: text.replace(/"chatcmpl-[\w-]+"/g, '"chatcmpl-"').replace(/"created":\d+/g, '"created":0')
+            }
+          }).pipe(Effect.scoped)
+        const streamed = {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify({
+            model: BASE_MODEL,
+            messages: [{ role: "user", content: "hi" }],
+            seed: 5,
+            max_tokens: 6,
+            stream: true
+          })
+        }
+        for (const [path, init] of [...requests, ["/v1/chat/completions", streamed] as const]) {
+          const wire = yield* Effect.promise(() => fetch(`${backend.url}${path}`, init).then(read))
+          let sockets = 0
+          const count = () => {
+            sockets++
+          }
+          subscribe("net.client.socket", count)
+          const own = yield* Effect.ensuring(
+            viaClient(path, init),
+            Effect.sync(() => unsubscribe("net.client.socket", count))
+          )
+          expect(own, `${init.method ?? "GET"} ${path}`).toEqual(wire)
+          expect(sockets).toBe(0)
         }
       })
     )
@@ -149,6 +200,47 @@ describe("the embedded backend in-process", () => {
         expect(own.value.streamed).toBe(own.value.whole)
         const wire = yield* Effect.promise(() => over(globalThis.fetch))
         expect(wire.value).toEqual(own.value)
+      })
+    )
+  })
+
+  layer(backendWith({ maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }), { excludeTestServices: true })((it) => {
+    it.effect("a request its HttpClient gives up on stops its work (its queued tokens given back)", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const post = (body: object) =>
+          backend.httpClient
+            .execute(
+              HttpClientRequest.post(`${backend.url}/v1/chat/completions`).pipe(
+                HttpClientRequest.setHeaders(auth),
+                HttpClientRequest.bodyUnsafeJson({
+                  model: BASE_MODEL,
+                  messages: [{ role: "user", content: "hi" }],
+                  ...body
+                })
+              )
+            )
+            .pipe(
+              Effect.map((response) => response.status),
+              Effect.scoped
+            )
+        // 61,440 tokens, all the queue holds: 2.5 s of decoding on a 2-core machine, where a probe is admitted
+        // within milliseconds of the large one's interruption (the next decoding step gives its tokens back).
+        // Sent again while refused: a probe may hold a reservation when it arrives.
+        const large = yield* Effect.fork(
+          post({ n: 128, max_tokens: 480, ignore_eos: true }).pipe(Effect.repeat({ while: (code) => code === 429 }))
+        )
+        let status = 200
+        // A pause between probes: the large one's retries find the queue free.
+        for (let attempt = 0; attempt < 200 && status !== 429; attempt++) {
+          yield* Effect.sleep("5 millis")
+          status = yield* post({ max_tokens: 1 })
+        }
+        expect(status).toBe(429)
+        yield* Fiber.interrupt(large)
+        const started = Date.now()
+        while (status === 429 && Date.now() - started < 500) status = yield* post({ max_tokens: 1 })
+        expect(status).toBe(200)
       })
     )
   })

@@ -27,6 +27,7 @@ import * as SignIn from "../server/SignIn.js"
 import * as DataDir from "../store/DataDir.js"
 import type { DataDirError } from "../store/DataDirError.js"
 import * as Store from "../store/Store.js"
+import { inProcessHttpClient } from "./inProcessClient.js"
 import { inProcessFetch } from "./inProcessFetch.js"
 
 /**
@@ -53,7 +54,9 @@ export const start = (
     const url = yield* Effect.provide(Server.url, context)
     yield* DataDir.announce(dataDir, url)
     const signInLink = Effect.provide(Server.signInLink, context)
-    const fetch = inProcessFetch(url, Context.get(context, Server.InProcess).handle)
+    const inProcess = Context.get(context, Server.InProcess)
+    const fetch = inProcessFetch(url, inProcess.handle)
+    const httpClient = inProcessHttpClient(url, inProcess.exchange, fetch)
     // While the program runs the key file is there; a temporary data directory (and the key) goes when it ends.
     const note = signInNote({
       ttl: options.signInTtl ?? SignIn.DEFAULT_TTL,
@@ -76,7 +79,7 @@ export const start = (
           : Effect.void
       )
     }
-    return { url, apiKey, dataDir, signInLink, fetch }
+    return { url, apiKey, dataDir, signInLink, fetch, httpClient }
   }).pipe(Effect.provide(NodeContext.layer))
 
 /** What a printed sign-in link says of itself: how long it lasts, and where the key is for after. */

@@ -65,6 +65,7 @@ import { makeVerifier } from "./Auth.js"
 import { multipartPaths } from "./internal/admit.js"
 import { ownFilesReader } from "./internal/files.js"
 import { HandlersLive } from "./internal/handlers.js"
+import { type LightRequest, type LightResponse, makeExchange } from "./internal/inProcess.js"
 import { edge, errors } from "./internal/middleware.js"
 import * as Sampling from "./internal/sampling.js"
 import { routes } from "./internal/validate.js"
@@ -152,6 +153,12 @@ export interface InProcessService {
    * Aborting the request's `signal` interrupts the request's work, as a closed connection does.
    */
   readonly handle: (request: Request) => Promise<Response>
+  /**
+   * The same as {@link InProcessService.handle}, with no Web objects: the request as its method, path, headers
+   * and body bytes; the response as its status, headers and bytes (a Web `Response` when streamed). What
+   * `LocalBackend`'s `httpClient` sends through (`internal/inProcess.ts`).
+   */
+  readonly exchange: (request: LightRequest) => Promise<LightResponse | Response>
 }
 
 /** The running server's routes in-process (see {@link InProcessService}). */
@@ -178,9 +185,11 @@ const nodeAndInProcess = (options: Options) =>
           port: options.port ?? 0
         })
         let handler: ((request: Request) => Promise<Response>) | undefined
+        let exchange: ((request: LightRequest) => Promise<LightResponse | Response>) | undefined
         yield* Effect.addFinalizer(() =>
           Effect.sync(() => {
             handler = undefined
+            exchange = undefined
           })
         )
         const both = HttpServer.make({
@@ -188,11 +197,13 @@ const nodeAndInProcess = (options: Options) =>
           serve: (app, middleware) =>
             Effect.flatMap(Effect.runtime<never>(), (runtime) => {
               handler = HttpApp.toWebHandlerRuntime(runtime)(app, middleware)
+              exchange = makeExchange(runtime, app, middleware)
               return middleware === undefined ? server.serve(app) : server.serve(app, middleware)
             })
         })
         const inProcess: InProcessService = {
-          handle: (request) => (handler === undefined ? Promise.reject(stopped()) : handler(request))
+          handle: (request) => (handler === undefined ? Promise.reject(stopped()) : handler(request)),
+          exchange: (request) => (exchange === undefined ? Promise.reject(stopped()) : exchange(request))
         }
         return Context.make(HttpServer.HttpServer, both).pipe(Context.add(InProcess, inProcess))
       })
