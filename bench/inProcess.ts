@@ -1,20 +1,23 @@
 /**
- * What a chat completion costs the program that embeds the backend, over the loopback network against in-process
- * (`LocalBackend`'s `fetch`, which `Backend.local`'s clients use): this process's CPU (user + system, client and
- * server both run here) per request and requests a second, for a short completion like `npm start`'s moves (a
- * two-token answer to a short prompt, seeded), one request at a time and 32 in flight.
+ * What a chat completion costs the program that embeds the backend, three ways: over the loopback network
+ * (`network`: undici, as a separate program's client), through `LocalBackend`'s in-process `fetch` (`fetch`: Web
+ * `Request` and `Response` objects, no socket), and through its `httpClient` (`client`: light requests and
+ * responses, what `Backend.local`'s clients use). Measured: this process's CPU (user + system, client and server
+ * both run here) per request and requests a second, for a short completion like `npm start`'s moves (a two-token
+ * answer to a short prompt, seeded), one request at a time and 32 in flight.
  *
- *   npx tsx bench/inProcess.ts [--requests=600] [--rounds=5] [--only=in-process|network]
+ *   npx tsx bench/inProcess.ts [--requests=600] [--rounds=5] [--only=network|fetch|client]
  *
  * `--only` runs one way alone (no ratio), for a profile of it: `node --cpu-prof --import tsx bench/inProcess.ts ...`.
  *
- * One embedded backend; each round runs both ways (network first in even rounds, in-process first in odd ones),
- * a full GC before each when `--expose-gc` is on. The ratio in-process / network is taken within a round; the
- * table gives each way's median over the rounds and the median (and range) of the ratios. A first round, not
- * counted, warms both paths up (JIT, the prefix cache).
+ * One embedded backend; each round runs every way (their order rotating from round to round), a full GC before
+ * each when `--expose-gc` is on. The ratio of each way's CPU to the network's is taken within a round; the table
+ * gives each way's median over the rounds and the median (and range) of its ratios. A first round, not counted,
+ * warms every path up (JIT, the prefix cache).
  */
 import { availableParallelism, loadavg } from "node:os"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -32,16 +35,18 @@ const backendRuntime = ManagedRuntime.make(LocalBackend.layer())
 const backend = await backendRuntime.runPromise(LocalBackend.LocalBackend)
 
 /** The inference client over `http`. */
-const clientOver = (http: Layer.Layer<import("@effect/platform/HttpClient").HttpClient>) =>
+const clientOver = (http: Layer.Layer<HttpClient.HttpClient>) =>
   ManagedRuntime.make(InferenceClient.layer({ baseUrl: backend.url, apiKey: backend.apiKey }).pipe(Layer.provide(http)))
 
 const ways = {
   network: clientOver(NodeHttpClient.layerUndici),
-  "in-process": clientOver(
-    FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, backend.fetch)))
-  )
+  fetch: clientOver(FetchHttpClient.layer.pipe(Layer.provide(Layer.succeed(FetchHttpClient.Fetch, backend.fetch)))),
+  client: clientOver(Layer.succeed(HttpClient.HttpClient, backend.httpClient))
 } as const
 type Way = keyof typeof ways
+const all = Object.keys(ways) as ReadonlyArray<Way>
+const chosen = all.filter((way) => only === undefined || way === only)
+if (chosen.length === 0) throw new Error(`--only: one of ${all.join(", ")}`)
 
 /** A move's prompt: a few turns of a game, different per request (so each is its own prompt). */
 const ask = (i: number) => ({
@@ -54,8 +59,13 @@ const ask = (i: number) => ({
   max_tokens: 2
 })
 
+interface Run {
+  readonly cpuUs: number
+  readonly perSecond: number
+}
+
 /** CPU microseconds a request and requests a second of `count` requests made `inFlight` at a time. */
-const run = async (way: Way, inFlight: number, count: number) => {
+const run = async (way: Way, inFlight: number, count: number): Promise<Run> => {
   const runtime = ways[way]
   const one = (i: number) =>
     runtime.runPromise(Effect.flatMap(InferenceClient.InferenceClient, (client) => client.createChatCompletion(ask(i))))
@@ -77,40 +87,35 @@ console.log(
     .map((l) => l.toFixed(2))
     .join(" ")}; ${requests} requests a run, ${rounds} rounds (+1 warm-up)`
 )
-const rows: Array<Array<string>> = [
-  ["in flight", "network us CPU/req", "in-process us CPU/req", "ratio (range)", "network req/s", "in-process req/s"]
-]
+const rows: Array<Array<string>> = [["in flight", "way", "us CPU/req", "CPU vs network (range)", "req/s"]]
 for (const inFlight of [1, 32]) {
-  const seen: Record<Way, Array<{ cpuUs: number; perSecond: number }>> = { network: [], "in-process": [] }
-  const ratios: Array<number> = []
+  const seen = new Map<Way, Array<Run>>(chosen.map((way) => [way, []]))
+  const ratios = new Map<Way, Array<number>>(chosen.map((way) => [way, []]))
   for (let round = -1; round < rounds; round++) {
-    const order: ReadonlyArray<Way> =
-      only === "network" || only === "in-process"
-        ? [only]
-        : round % 2 === 0
-          ? ["network", "in-process"]
-          : ["in-process", "network"]
-    const got: Partial<Record<Way, { cpuUs: number; perSecond: number }>> = {}
-    for (const way of order) got[way] = await run(way, inFlight, requests)
+    const shift = ((round % chosen.length) + chosen.length) % chosen.length
+    const order = [...chosen.slice(shift), ...chosen.slice(0, shift)]
+    const got = new Map<Way, Run>()
+    for (const way of order) got.set(way, await run(way, inFlight, requests))
     if (round < 0) continue
-    if (got.network !== undefined) seen.network.push(got.network)
-    if (got["in-process"] !== undefined) seen["in-process"].push(got["in-process"])
-    if (got.network !== undefined && got["in-process"] !== undefined) {
-      ratios.push(got["in-process"].cpuUs / got.network.cpuUs)
+    for (const [way, measured] of got) {
+      seen.get(way)!.push(measured)
+      const network = got.get("network")
+      if (network !== undefined) ratios.get(way)!.push(measured.cpuUs / network.cpuUs)
     }
   }
-  const med = (way: Way, key: "cpuUs" | "perSecond") =>
-    seen[way].length === 0 ? Number.NaN : median(seen[way].map((m) => m[key]))
-  rows.push([
-    String(inFlight),
-    fmt(med("network", "cpuUs"), 0),
-    fmt(med("in-process", "cpuUs"), 0),
-    ratios.length === 0
-      ? "-"
-      : `${fmt(median(ratios), 2)} (${fmt(Math.min(...ratios), 2)}-${fmt(Math.max(...ratios), 2)})`,
-    fmt(med("network", "perSecond"), 0),
-    fmt(med("in-process", "perSecond"), 0)
-  ])
+  for (const way of chosen) {
+    const runs = seen.get(way)!
+    const own = ratios.get(way)!
+    rows.push([
+      String(inFlight),
+      way,
+      fmt(median(runs.map((r) => r.cpuUs)), 0),
+      own.length === 0 || way === "network"
+        ? "-"
+        : `${fmt(median(own), 2)} (${fmt(Math.min(...own), 2)}-${fmt(Math.max(...own), 2)})`,
+      fmt(median(runs.map((r) => r.perSecond)), 0)
+    ])
+  }
 }
 printTable(rows)
 await Promise.all(Object.values(ways).map((runtime) => runtime.dispose()))
