@@ -59,8 +59,9 @@ export interface Service {
   /**
    * A `fetch` that answers requests under {@link Service.url} in this process, without a socket: the same
    * routes, checks and errors as over the network, for less CPU a request (other URLs go to the global `fetch`).
-   * `Backend.local` points its clients at it; hand it to any client that takes a `fetch`, e.g.
-   * `new OpenAI({ baseURL: \`${url}/v1\`, apiKey, fetch })`. Other programs reach the backend at `url`.
+   * Hand it to any client that takes a `fetch`, e.g. the `openai` package's
+   * `new OpenAI({ baseURL: url + "/v1", apiKey: Redacted.value(apiKey), fetch })` (`Backend.local`'s own clients
+   * use {@link Service.httpClient}). Other programs reach the backend at `url`.
    */
   readonly fetch: typeof globalThis.fetch
   /**
