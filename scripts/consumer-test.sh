@@ -124,4 +124,13 @@ step "npx tsx loop.ts: the README's loop, run in the project against the embedde
 out="$(npx tsx loop.ts)" || fail "npx tsx loop.ts"
 echo "$out"
 echo "$out" | tail -n 1 | grep -Eq '^[0-9.]+( -> [0-9.]+)+$' || fail "loop.ts did not print its reward per step"
+
+step "npx effect-rl: the installed command (the bundle in dist/bin/), its version and one step of an example"
+version="$(npx effect-rl --version | head -n 1)" || fail "npx effect-rl --version"
+expected="$(node -p 'JSON.parse(require("fs").readFileSync("node_modules/effect-rl/package.json", "utf8")).version')"
+[ "$version" = "$expected" ] || fail "npx effect-rl --version printed $version, not $expected"
+echo "effect-rl $version"
+out="$(npx effect-rl train minimal --steps 1 < /dev/null)" || fail "npx effect-rl train minimal --steps 1"
+echo "$out" | tail -n 1 | grep -q '^summary: {"steps":1,' || fail "effect-rl train minimal did not end with its summary: $(echo "$out" | tail -n 3)"
+echo "$out" | tail -n 1
 echo "consumer test passed"
