@@ -245,6 +245,43 @@ describe("the embedded backend in-process", () => {
     )
   })
 
+  it.live("a request in flight when the backend stops is answered before it stops, as Node drains its own", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }),
+        scope
+      )
+      const backend = Context.get(context, LocalBackend.LocalBackend)
+      const body = JSON.stringify({
+        model: BASE_MODEL,
+        messages: [{ role: "user", content: "hi" }],
+        // Seconds of decoding: longer than the rest of the backend takes to stop.
+        n: 128,
+        max_tokens: 480,
+        ignore_eos: true
+      })
+      let settled = false
+      const inFlight = backend
+        .fetch(`${backend.url}/v1/chat/completions`, { method: "POST", headers: json, body })
+        .then(async (response) => ({
+          status: response.status,
+          body: (await response.json()) as { choices: Array<unknown> }
+        }))
+        .finally(() => {
+          settled = true
+        })
+      yield* Effect.sleep("20 millis")
+      expect(settled).toBe(false)
+      yield* Scope.close(scope, Exit.void)
+      // Answered before the backend finished stopping.
+      expect(settled).toBe(true)
+      const answered = yield* Effect.promise(() => inFlight)
+      expect(answered.status).toBe(200)
+      expect(answered.body.choices).toHaveLength(128)
+    })
+  )
+
   it.live("once stopped, it fails as a refused connection does", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()

@@ -45,7 +45,6 @@
  */
 import { createServer } from "node:http"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -65,7 +64,7 @@ import { makeVerifier } from "./Auth.js"
 import { multipartPaths } from "./internal/admit.js"
 import { ownFilesReader } from "./internal/files.js"
 import { HandlersLive } from "./internal/handlers.js"
-import { type LightRequest, type LightResponse, makeExchange } from "./internal/inProcess.js"
+import { type LightRequest, type LightResponse, type Served, serveInProcess } from "./internal/inProcess.js"
 import { edge, errors } from "./internal/middleware.js"
 import * as Sampling from "./internal/sampling.js"
 import { routes } from "./internal/validate.js"
@@ -171,10 +170,9 @@ const stopped = (): TypeError =>
   })
 
 /**
- * Node's server, and beside it the same app as a Web handler: whatever the platform serves on the one is
- * served on the other (`HttpApp.toWebHandlerRuntime`, with the serving effect's own context, so both run the
- * handlers with the same services and fiber refs). The handler goes when the layer's scope closes, before the
- * Node server stops.
+ * Node's server, and beside it the same app in-process: whatever the platform serves on the one is served on the
+ * other (`internal/inProcess.ts`, in the serving effect's own runtime, so both run the handlers with the same
+ * services and fiber refs). The in-process side ends when the layer's scope closes, before the Node server stops.
  */
 const nodeAndInProcess = (options: Options) =>
   Layer.merge(
@@ -184,26 +182,27 @@ const nodeAndInProcess = (options: Options) =>
           host: options.host ?? DEFAULT_HOST,
           port: options.port ?? 0
         })
-        let handler: ((request: Request) => Promise<Response>) | undefined
-        let exchange: ((request: LightRequest) => Promise<LightResponse | Response>) | undefined
+        let served: Served | undefined
+        // Before the Node server stops (finalizers run last first): new in-process requests are refused, and those
+        // running are answered first, as Node's server drains its connections.
         yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            handler = undefined
-            exchange = undefined
+          Effect.suspend(() => {
+            const closing = served
+            served = undefined
+            return closing === undefined ? Effect.void : closing.close
           })
         )
         const both = HttpServer.make({
           address: server.address,
           serve: (app, middleware) =>
             Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-              handler = HttpApp.toWebHandlerRuntime(runtime)(app, middleware)
-              exchange = makeExchange(runtime, app, middleware)
+              served = serveInProcess(runtime, app, middleware)
               return middleware === undefined ? server.serve(app) : server.serve(app, middleware)
             })
         })
         const inProcess: InProcessService = {
-          handle: (request) => (handler === undefined ? Promise.reject(stopped()) : handler(request)),
-          exchange: (request) => (exchange === undefined ? Promise.reject(stopped()) : exchange(request))
+          handle: (request) => (served === undefined ? Promise.reject(stopped()) : served.handle(request)),
+          exchange: (request) => (served === undefined ? Promise.reject(stopped()) : served.exchange(request))
         }
         return Context.make(HttpServer.HttpServer, both).pipe(Context.add(InProcess, inProcess))
       })

@@ -7,7 +7,8 @@
  * `method`, `url`, `headers`, `body`, `text()`, `arrayBuffer()`; a response's `status`, `headers` (iterated, and
  * `getSetCookie()`), `body`, `text()`, `arrayBuffer()`, `formData()`); `test/server/in-process.test.ts` holds them to
  * the network's answers. A streamed or form response is a real Web `Response`, as `HttpApp.toWebHandlerRuntime`
- * makes it.
+ * makes it. The Web handler of the backend's `fetch` goes through the same exchange, so that the requests of both
+ * are known, and answered before the server stops, as Node's server drains its own.
  *
  * @internal
  */
@@ -19,6 +20,7 @@ import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Runtime from "effect/Runtime"
 
 /** A request as the in-process exchange takes it. */
@@ -138,15 +140,28 @@ const toClient = (
   return new LightResponse(response.status, new LightHeaders(pairs, cookies), bytes)
 }
 
+/** An app served in-process: its exchange, the same as a Web handler, and the end of both. */
+export interface Served {
+  /** Answers a light request (see the module comment). */
+  readonly exchange: (request: LightRequest) => Promise<LightResponse | Response>
+  /** Answers a Web `Request` through {@link Served.exchange} (its body read whole first, as the server would). */
+  readonly handle: (request: Request) => Promise<Response>
+  /** Waits for the requests still running to be answered, as Node's server drains (new ones are the caller's to refuse). */
+  readonly close: Effect.Effect<void>
+}
+
+/** Statuses whose responses have no body (a Web `Response` refuses one). */
+const NULL_BODY = new Set([101, 103, 204, 205, 304])
+
 /**
  * The in-process exchange of an app served with `middleware`, run in `runtime` (the serving effect's own, so that
  * the handlers see the services and fiber refs they see over Node).
  */
-export const makeExchange = <E>(
+export const serveInProcess = <E>(
   runtime: Runtime.Runtime<never>,
   app: HttpApp.Default<E, never>,
   middleware: HttpMiddleware.HttpMiddleware | undefined
-): ((request: LightRequest) => Promise<LightResponse | Response>) => {
+): Served => {
   const handled = HttpApp.toHandled(
     app,
     (request, response) =>
@@ -158,13 +173,16 @@ export const makeExchange = <E>(
     middleware
   )
   const run = Runtime.runFork(runtime)
-  return (request) =>
-    new Promise((resolve) => {
+  const running = new Set<Fiber.RuntimeFiber<void>>()
+  const exchange = (request: LightRequest) =>
+    new Promise<LightResponse | Response>((resolve) => {
       const serverRequest = HttpServerRequest.fromWeb(sourceOf(request) as unknown as Request)
       ;(serverRequest as unknown as Record<symbol, (response: HttpServerResponse.HttpServerResponse) => void>)[
         RESOLVE
       ] = (response) => resolve(toClient(response, request.method, runtime))
       const fiber = run(Effect.provideService(handled, HttpServerRequest.HttpServerRequest, serverRequest))
+      running.add(fiber)
+      fiber.addObserver(() => running.delete(fiber))
       request.signal?.addEventListener(
         "abort",
         () => {
@@ -173,4 +191,28 @@ export const makeExchange = <E>(
         { once: true }
       )
     })
+  const handle = async (request: Request): Promise<Response> => {
+    const body = request.body === null ? undefined : new Uint8Array(await request.arrayBuffer())
+    const url = new URL(request.url)
+    const headers: Record<string, string> = {}
+    for (const [name, value] of request.headers) headers[name] = value
+    const response = await exchange({
+      method: request.method.toUpperCase(),
+      url: `${url.pathname}${url.search}`,
+      headers,
+      body,
+      signal: request.signal
+    })
+    if (!(response instanceof LightResponse)) return response
+    const out = new Headers()
+    for (const [name, value] of response.headers) out.append(name, value)
+    for (const cookie of response.headers.getSetCookie()) out.append("set-cookie", cookie)
+    const bytes = new Uint8Array(await response.arrayBuffer())
+    return new Response(NULL_BODY.has(response.status) || bytes.length === 0 ? null : bytes, {
+      status: response.status,
+      headers: out
+    })
+  }
+  const close = Effect.suspend(() => Fiber.awaitAll([...running]))
+  return { exchange, handle, close }
 }
