@@ -245,6 +245,47 @@ describe("the embedded backend in-process", () => {
     )
   })
 
+  it.live("a fetch aborted in flight rejects with an AbortError, as fetch does, and its work stops", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }),
+        scope
+      )
+      const backend = Context.get(context, LocalBackend.LocalBackend)
+      const ask = (body: object, signal?: AbortSignal) =>
+        backend.fetch(`${backend.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: json,
+          body: JSON.stringify({ model: BASE_MODEL, messages: [{ role: "user", content: "hi" }], ...body }),
+          ...(signal === undefined ? {} : { signal })
+        })
+      const abort = new AbortController()
+      const large = ask({ n: 128, max_tokens: 480, ignore_eos: true }, abort.signal).then(
+        () => "answered",
+        (error: unknown) => (error as Error).name
+      )
+      yield* Effect.sleep("20 millis")
+      expect((yield* Effect.promise(() => ask({ max_tokens: 1 }))).status).toBe(429)
+      abort.abort()
+      expect(yield* Effect.promise(() => large)).toBe("AbortError")
+      let status = 429
+      const started = Date.now()
+      while (status === 429 && Date.now() - started < 500) {
+        status = (yield* Effect.promise(() => ask({ max_tokens: 1 }))).status
+      }
+      expect(status).toBe(200)
+      const already = yield* Effect.promise(() =>
+        ask({ max_tokens: 1 }, AbortSignal.abort()).then(
+          () => "answered",
+          (error: unknown) => (error as Error).name
+        )
+      )
+      expect(already).toBe("AbortError")
+      yield* Scope.close(scope, Exit.void)
+    })
+  )
+
   it.live("a request in flight when the backend stops is answered before it stops, as Node drains its own", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()

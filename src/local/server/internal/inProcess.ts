@@ -175,7 +175,10 @@ export const serveInProcess = <E>(
   const run = Runtime.runFork(runtime)
   const running = new Set<Fiber.RuntimeFiber<void>>()
   const exchange = (request: LightRequest) =>
-    new Promise<LightResponse | Response>((resolve) => {
+    new Promise<LightResponse | Response>((resolve, reject) => {
+      const signal = request.signal
+      // As `fetch` does: a request aborted rejects with the signal's reason (an `AbortError`), sent or not.
+      if (signal?.aborted === true) return reject(signal.reason)
       const serverRequest = HttpServerRequest.fromWeb(sourceOf(request) as unknown as Request)
       ;(serverRequest as unknown as Record<symbol, (response: HttpServerResponse.HttpServerResponse) => void>)[
         RESOLVE
@@ -183,10 +186,11 @@ export const serveInProcess = <E>(
       const fiber = run(Effect.provideService(handled, HttpServerRequest.HttpServerRequest, serverRequest))
       running.add(fiber)
       fiber.addObserver(() => running.delete(fiber))
-      request.signal?.addEventListener(
+      signal?.addEventListener(
         "abort",
         () => {
           fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+          reject(signal.reason)
         },
         { once: true }
       )
