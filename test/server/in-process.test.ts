@@ -135,6 +135,23 @@ describe("the embedded backend in-process", () => {
       })
     )
 
+    it.effect("refuses what fetch refuses: a GET with a body, a header value fetch cannot send", () =>
+      Effect.gen(function* () {
+        const backend = yield* LocalBackend.LocalBackend
+        const refusal = (fetch: typeof globalThis.fetch, init: RequestInit) =>
+          Effect.promise(() =>
+            fetch(`${backend.url}/v1/models`, init).then(
+              () => "answered",
+              (error: unknown) => (error as Error).constructor.name
+            )
+          )
+        for (const init of [{ method: "GET", body: "x", headers: auth }, { headers: { ...auth, "x-bad": "a\nb" } }]) {
+          expect(yield* refusal(backend.fetch, init)).toBe("TypeError")
+          expect(yield* refusal(globalThis.fetch, init)).toBe("TypeError")
+        }
+      })
+    )
+
     it.effect("keeps the body bound, for bodies of known length and streamed ones", () =>
       Effect.gen(function* () {
         const backend = yield* LocalBackend.LocalBackend

@@ -55,7 +55,7 @@ export const start = (
     yield* DataDir.announce(dataDir, url)
     const signInLink = Effect.provide(Server.signInLink, context)
     const inProcess = Context.get(context, Server.InProcess)
-    const fetch = inProcessFetch(url, inProcess.handle)
+    const fetch = inProcessFetch(url, inProcess.handle, inProcess.exchange)
     const httpClient = inProcessHttpClient(url, inProcess.exchange, fetch)
     // While the program runs the key file is there; a temporary data directory (and the key) goes when it ends.
     const note = signInNote({

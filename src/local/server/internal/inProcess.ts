@@ -63,7 +63,8 @@ export class LightResponse {
   constructor(
     readonly status: number,
     readonly headers: LightHeaders,
-    private readonly bytes: Uint8Array
+    /** The body. */
+    readonly bytes: Uint8Array
   ) {}
   /** The body as a stream, made when asked for (null when empty). */
   get body(): ReadableStream<Uint8Array> | null {
@@ -153,6 +154,19 @@ export interface Served {
 /** Statuses whose responses have no body (a Web `Response` refuses one). */
 const NULL_BODY = new Set([101, 103, 204, 205, 304])
 
+/** An exchange's response as a Web `Response` (what `fetch` answers). */
+export const toWebResponse = (response: LightResponse | Response): Response => {
+  if (!(response instanceof LightResponse)) return response
+  const headers = new Headers()
+  for (const [name, value] of response.headers) headers.append(name, value)
+  for (const cookie of response.headers.getSetCookie()) headers.append("set-cookie", cookie)
+  const bytes = response.bytes
+  return new Response(NULL_BODY.has(response.status) || bytes.length === 0 ? null : bytes, {
+    status: response.status,
+    headers
+  })
+}
+
 /**
  * The in-process exchange of an app served with `middleware`, run in `runtime` (the serving effect's own, so that
  * the handlers see the services and fiber refs they see over Node).
@@ -207,15 +221,7 @@ export const serveInProcess = <E>(
       body,
       signal: request.signal
     })
-    if (!(response instanceof LightResponse)) return response
-    const out = new Headers()
-    for (const [name, value] of response.headers) out.append(name, value)
-    for (const cookie of response.headers.getSetCookie()) out.append("set-cookie", cookie)
-    const bytes = new Uint8Array(await response.arrayBuffer())
-    return new Response(NULL_BODY.has(response.status) || bytes.length === 0 ? null : bytes, {
-      status: response.status,
-      headers: out
-    })
+    return toWebResponse(response)
   }
   const close = Effect.suspend(() => Fiber.awaitAll([...running]))
   return { exchange, handle, close }
