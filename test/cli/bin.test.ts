@@ -1,10 +1,13 @@
 /**
- * The bundled command (`dist/bin/`, scripts/build-bin.mjs), which an installed package and `npm start` run: it runs,
+ * The bundled command (`dist/bin/`, scripts/build-bin.mjs), which an installed package and `npm start` run: it runs
+ * (the unbundled one when a module of the user's is to be loaded),
  * the examples' registry is inside it, it holds one copy of `effect` (the examples' imports of `effect-rl` bundled
  * with the command's own, not beside them), and the package's modules in it find their files where they were. Its
  * training runs are the slow tests' (`test/examples/cli-train.slow.test.ts`), through the same bin.
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { compiledCli, compiledIsFresh } from "../../scripts/cli.mjs"
@@ -37,6 +40,31 @@ describe.skipIf(!fresh)("the bundled effect-rl command", () => {
     const list = await runCli(["train"], env)
     expect(list.code).toBe(0)
     expect(list.stdout).toMatch(/^examples: .*\btictactoe\b/)
+  })
+
+  it("starts the bundle, or the unbundled command when a module of the user's is to be loaded", () => {
+    const loaded = (...args: ReadonlyArray<string>) => {
+      const dir = mkdtempSync(join(tmpdir(), "effect-rl-bin-"))
+      const trace = join(dir, "modules.txt")
+      try {
+        spawnSync(process.execPath, ["--import", join(root, "scripts", "import-trace.mjs"), compiledCli, ...args], {
+          cwd: dir,
+          env: { PATH: process.env.PATH, IMPORT_TRACE_FILE: trace },
+          stdio: "ignore"
+        })
+        const urls = readFileSync(trace, "utf8")
+        return { bundle: urls.includes("/dist/bin/command.js"), unbundled: urls.includes("/dist/cli/main.js") }
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }
+    expect(loaded("--version")).toEqual({ bundle: true, unbundled: false })
+    // The user's module (missing here: the command says so) would import effect-rl and effect from node_modules.
+    expect(loaded("runner", "--cluster", "sqlite:x.db", "--agents", "agents.mjs")).toEqual({
+      bundle: false,
+      unbundled: true
+    })
+    expect(loaded("train-agent", "node agent.mjs", "--reward=reward.mjs")).toEqual({ bundle: false, unbundled: true })
   })
 
   it("holds one copy of effect's core and of each module of this package, the compiled one", () => {
