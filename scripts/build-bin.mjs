@@ -33,6 +33,9 @@ const THREADS = {
 }
 const THREAD_START = "startModuleThread(import.meta.url"
 
+/** Stands for the chunk's own `import.meta.url` while the package module's own are rewritten (see below). */
+const CHUNK_URL = "__effectRlChunkUrl__"
+
 /** The registry import of dist/cli/main.js, and what it becomes in the bundle. */
 const REGISTRY_IMPORT = "import(new URL(registry, import.meta.url).href)"
 const REGISTRY_STATIC = 'import("../examples/index.js")'
@@ -65,13 +68,12 @@ const packageModules = {
           throw new Error(`build-bin: ${args.path} no longer has \`${THREAD_START}\`: update this script`)
         }
         // The chunk's own URL (not rewritten below): every output file is in dist/bin/.
-        text = text.replace(THREAD_START, `startModuleThread(new URL("./${thread}.js", import.meta.url).href`)
-        text = text.replaceAll("import.meta.url).href", "import.meta.__effectRlChunkUrl).href")
+        text = text.replace(THREAD_START, `startModuleThread(new URL("./${thread}.js", ${CHUNK_URL}).href`)
       }
       const path = relative(root, args.path).split("\\").join("/")
       text = text
         .replaceAll("import.meta.url", `__effectRlModuleUrl(${JSON.stringify(path)})`)
-        .replaceAll("import.meta.__effectRlChunkUrl", "import.meta.url")
+        .replaceAll(CHUNK_URL, "import.meta.url")
       return { contents: text, loader: "js" }
     })
   }

@@ -50,6 +50,19 @@ const read = async (response: Response) => ({
 
 const json = { ...auth, "content-type": "application/json" }
 
+/**
+ * Bounds that admit one completion of all the base model's 128 choices x 480 tokens (61,440 tokens, seconds of
+ * decoding on a 2-core machine) and nothing beside it: what the tests of work that stops or drains send.
+ */
+const ROOMY = { maxRequestTokens: 61_440, maxQueuedTokens: 61_440 } as const
+
+/** A backend with {@link ROOMY} bounds in a scope of the test's own (to close in the middle of the test). */
+const startRoomy = Effect.gen(function* () {
+  const scope = yield* Scope.make()
+  const context = yield* Layer.buildWithScope(LocalBackend.layer({ apiKey: Redacted.make(API_KEY), ...ROOMY }), scope)
+  return { scope, backend: Context.get(context, LocalBackend.LocalBackend) }
+})
+
 /** Requests whose answers do not depend on when they are made (a seeded completion, errors, a list). */
 const requests: ReadonlyArray<readonly [string, RequestInit]> = [
   ["/v1/models", { headers: auth }],
@@ -221,7 +234,7 @@ describe("the embedded backend in-process", () => {
     )
   })
 
-  layer(backendWith({ maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }), { excludeTestServices: true })((it) => {
+  layer(backendWith(ROOMY), { excludeTestServices: true })((it) => {
     it.effect("a request its HttpClient gives up on stops its work (its queued tokens given back)", () =>
       Effect.gen(function* () {
         const backend = yield* LocalBackend.LocalBackend
@@ -264,12 +277,7 @@ describe("the embedded backend in-process", () => {
 
   it.live("a fetch aborted in flight rejects with an AbortError, as fetch does, and its work stops", () =>
     Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }),
-        scope
-      )
-      const backend = Context.get(context, LocalBackend.LocalBackend)
+      const { scope, backend } = yield* startRoomy
       const ask = (body: object, signal?: AbortSignal) =>
         backend.fetch(`${backend.url}/v1/chat/completions`, {
           method: "POST",
@@ -305,12 +313,7 @@ describe("the embedded backend in-process", () => {
 
   it.live("a request in flight when the backend stops is answered before it stops, as Node drains its own", () =>
     Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(
-        LocalBackend.layer({ apiKey: Redacted.make(API_KEY), maxRequestTokens: 61_440, maxQueuedTokens: 61_440 }),
-        scope
-      )
-      const backend = Context.get(context, LocalBackend.LocalBackend)
+      const { scope, backend } = yield* startRoomy
       const body = JSON.stringify({
         model: BASE_MODEL,
         messages: [{ role: "user", content: "hi" }],
