@@ -87,12 +87,14 @@ describe("a training loop killed while its job trains", () => {
     const line = (i: number) =>
       JSON.stringify({
         messages: [
-          // Long enough a line that 1,200 of them outlast the loop's gather at the WebAssembly kernels' speed.
+          // Long enough a line that 4,000 of them outlast the loop's gather and its restart at the WebAssembly
+          // kernels' speed, with room: 1,200 did on a quiet machine (about 6 s of training) but once, in CI with the
+          // other slow tests beside it, ended before the restarted loop read the job (2026-12-03).
           { role: "user", content: `Colour ${i % 4}? ${"Say which colour it is, in one word. ".repeat(3)}` },
           { role: "assistant", content: ["red", "green", "blue", "gold"][i % 4] }
         ]
       })
-    writeFileSync(data, `${Array.from({ length: 1200 }, (_, i) => line(i)).join("\n")}\n`)
+    writeFileSync(data, `${Array.from({ length: 4000 }, (_, i) => line(i)).join("\n")}\n`)
     const blocker = await api<{ id: string }>(url, "POST", "/v1/preview/models", {
       project: "kill",
       name: "blocker",
