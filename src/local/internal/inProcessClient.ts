@@ -12,7 +12,7 @@ import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { LightRequest, LightResponse } from "../server/internal/inProcess.js"
+import { type LightRequest, type LightResponse, lightRequest } from "../server/internal/inProcess.js"
 
 const encoder = new TextEncoder()
 
@@ -46,13 +46,9 @@ export const inProcessHttpClient = (
               ? body.body
               : null
     if (target.origin !== own.origin || bytes === null) return viaFetch.execute(request)
-    // What the wire would carry: the Host the server reports back (file URLs), the body's length (its size checks).
-    const headers: Record<string, string> = { ...request.headers, host: own.host }
-    if (bytes !== undefined) headers["content-length"] = String(bytes.byteLength)
     return Effect.map(
       Effect.tryPromise({
-        try: () =>
-          exchange({ method: request.method, url: `${target.pathname}${target.search}`, headers, body: bytes, signal }),
+        try: () => exchange(lightRequest(request.method, target, request.headers, bytes, signal)),
         catch: (cause) => new HttpClientError.RequestError({ request, reason: "Transport", cause })
       }),
       // `fromWeb` reads only what a `LightResponse` has (see `internal/inProcess.ts`).

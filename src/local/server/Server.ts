@@ -146,8 +146,9 @@ const nodeServer = (options: Options) => () => {
 export interface InProcessService {
   /**
    * Answers a Web `Request` as the server answers the same request over the network: the same routes, edge
-   * checks (key, body bounds) and errors. The request's URL path is what is routed (its origin is ignored);
-   * its `Host` header is what the server reports as its own origin (file URLs). Once the server has stopped
+   * checks (key, body bounds) and errors. The request's URL path is what is routed; it reaches the server with
+   * the `Host` of its URL (what the server reports as its own origin, in file URLs) and its body's length, as the
+   * wire would carry them. Once the server has stopped
    * it rejects, as `fetch` does when nothing listens (a `TypeError` whose cause has code `ECONNREFUSED`).
    * Aborting the request's `signal` interrupts the request's work, as a closed connection does.
    */

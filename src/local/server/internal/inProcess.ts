@@ -37,6 +37,28 @@ export interface LightRequest {
   readonly signal: AbortSignal | undefined
 }
 
+/**
+ * A request to `target` as the wire would carry it: `headers` (names in lower case) with the `Host` of `target`
+ * (the server reports its origin from it, in file URLs) and, with a body, its `Content-Length` (the server's size
+ * checks read it).
+ */
+export const lightRequest = (
+  method: string,
+  target: URL,
+  headers: Readonly<Record<string, string>>,
+  body: Uint8Array | undefined,
+  signal: AbortSignal | undefined
+): LightRequest => ({
+  method,
+  url: `${target.pathname}${target.search}`,
+  headers:
+    body === undefined
+      ? { ...headers, host: target.host }
+      : { ...headers, host: target.host, "content-length": String(body.byteLength) },
+  body,
+  signal
+})
+
 /** A response's headers as `HttpClientResponse.fromWeb` reads them: iterated as pairs, and their `set-cookie`s. */
 export class LightHeaders {
   constructor(
@@ -45,12 +67,6 @@ export class LightHeaders {
   ) {}
   [Symbol.iterator](): Iterator<readonly [string, string]> {
     return this.pairs[Symbol.iterator]()
-  }
-  /** The value of a header (the first, for `set-cookie`), or null. */
-  get(name: string): string | null {
-    const lower = name.toLowerCase()
-    if (lower === "set-cookie") return this.cookies[0] ?? null
-    return this.pairs.find(([key]) => key === lower)?.[1] ?? null
   }
   /** The `set-cookie` headers. */
   getSetCookie(): Array<string> {
@@ -72,9 +88,6 @@ export class LightResponse {
   }
   text(): Promise<string> {
     return Promise.resolve(decoder.decode(this.bytes))
-  }
-  json(): Promise<unknown> {
-    return this.text().then(JSON.parse)
   }
   arrayBuffer(): Promise<ArrayBuffer> {
     const { buffer, byteOffset, byteLength } = this.bytes
@@ -198,30 +211,24 @@ export const serveInProcess = <E>(
         RESOLVE
       ] = (response) => resolve(toClient(response, request.method, runtime))
       const fiber = run(Effect.provideService(handled, HttpServerRequest.HttpServerRequest, serverRequest))
+      const onAbort = () => {
+        fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
+        reject(signal?.reason)
+      }
       running.add(fiber)
-      fiber.addObserver(() => running.delete(fiber))
-      signal?.addEventListener(
-        "abort",
-        () => {
-          fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
-          reject(signal.reason)
-        },
-        { once: true }
-      )
+      // The listener goes with the request: a signal shared by many requests keeps none of the finished ones.
+      fiber.addObserver(() => {
+        running.delete(fiber)
+        signal?.removeEventListener("abort", onAbort)
+      })
+      signal?.addEventListener("abort", onAbort, { once: true })
     })
   const handle = async (request: Request): Promise<Response> => {
     const body = request.body === null ? undefined : new Uint8Array(await request.arrayBuffer())
-    const url = new URL(request.url)
     const headers: Record<string, string> = {}
     for (const [name, value] of request.headers) headers[name] = value
-    const response = await exchange({
-      method: request.method.toUpperCase(),
-      url: `${url.pathname}${url.search}`,
-      headers,
-      body,
-      signal: request.signal
-    })
-    return toWebResponse(response)
+    const light = lightRequest(request.method.toUpperCase(), new URL(request.url), headers, body, request.signal)
+    return toWebResponse(await exchange(light))
   }
   const close = Effect.suspend(() => Fiber.awaitAll([...running]))
   return { exchange, handle, close }
