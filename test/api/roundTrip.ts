@@ -26,6 +26,18 @@ export const withoutUndefinedKeys = <A>(value: A): A => {
   return value
 }
 
+/** The value as JSON writes it: `-0` as `0`, anywhere in it (prototypes kept). */
+const asJsonWritesZero = <A>(value: A): A => {
+  if (Object.is(value, -0)) return 0 as A
+  if (Array.isArray(value)) return value.map(asJsonWritesZero) as A
+  if (value !== null && typeof value === "object") {
+    const out = Object.create(Object.getPrototypeOf(value)) as Record<string, unknown>
+    for (const [key, field] of Object.entries(value)) out[key] = asJsonWritesZero(field)
+    return out as A
+  }
+  return value
+}
+
 /**
  * Whether a value holds a `__proto__` key anywhere. fast-check draws that key on purpose; Effect Schema
  * builds decoded records by assignment, so `output["__proto__"] = v` sets the prototype instead of a key and
@@ -82,9 +94,12 @@ export const roundTrip = <A, I>(name: string, schema: Schema.Schema<A, I>, optio
       expect(decode(encoded)).toStrictEqual(value)
       const wire: unknown = JSON.parse(JSON.stringify(encoded))
       const fromWire = decodeUnknown(wire)
-      const expected = withoutUndefinedKeys(value)
+      // JSON writes `-0` as `0`: `Schema.equivalence` holds them equal for plain numbers but not inside every
+      // schema (a seed drew `config: { learning_rate: [-0] }` of `CreateSftTrainingJob`), so the value is compared as
+      // JSON writes it.
+      const expected = asJsonWritesZero(withoutUndefinedKeys(value))
       // Deep equality implies equivalence and is much cheaper: `Schema.equivalence` rebuilds the
-      // equivalences of a union's members on every comparison. It decides when they differ (`-0` and `0`).
+      // equivalences of a union's members on every comparison.
       if (!isDeepStrictEqual(fromWire, expected) && !equivalence(fromWire, expected)) {
         expect.fail(`not equivalent after JSON:\n${JSON.stringify(encoded)}`)
       }
