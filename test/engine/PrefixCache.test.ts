@@ -8,7 +8,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { ChatCompletion, ChatCompletionRequest } from "../../src/api/ChatCompletion.js"
-import { DEFAULT_CHUNK, MIN_SHARED_TOKENS, PrefixCache, runPrompt } from "../../src/local/engine/PrefixCache.js"
+import {
+  DEFAULT_CHUNK,
+  MIN_SHARED_TOKENS,
+  PrefixCache,
+  PromptBudget,
+  runPrompt
+} from "../../src/local/engine/PrefixCache.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
 import { DEFAULT_POLICY_CONFIG } from "../../src/local/engine/policy/PolicyConfig.js"
 import { complete, completeEffect, completeStream, prepare } from "../../src/local/engine/Sampler.js"
@@ -145,6 +151,21 @@ describe("PrefixCache", () => {
     expect(() => policy.forkPrefix(whole, 301)).toThrow(RangeError)
   })
 
+  it("snapshot: a copy with no room to grow, whose forks and prefixes are the original's", () => {
+    const whole = policy.prefill(prompt.slice(0, 72))
+    const kept = policy.snapshot(whole)
+    expect(kept.length).toBe(72)
+    expect(logitsOf(kept)).toEqual(logitsOf(whole))
+    // A fork keeps 16 rows of room; a snapshot only what its blocks hold past the rows (here: half a fork's memory).
+    expect(kept.capacity).toBeLessThan(policy.fork(whole).capacity)
+    expect(kept.capacity).toBeGreaterThanOrEqual(72)
+    for (const from of [policy.fork(kept), policy.forkPrefix(kept, 40)]) {
+      policy.extend(from, prompt.slice(from.length, 120))
+      const direct = policy.prefill(prompt.slice(0, 120))
+      expect(logitsOf(from)).toEqual(logitsOf(direct))
+    }
+  })
+
   it("keeps at most its bound of prompt tokens, dropping the least recently used", () => {
     const cache = new PrefixCache(300)
     const ask = (content: string) =>
@@ -197,6 +218,68 @@ describe("PrefixCache", () => {
     expect(ask("b".repeat(100))).toBe(2)
     expect(ask("c".repeat(100))).toBe(3)
     expect(cache.tokens).toBeLessThanOrEqual(300)
+  })
+
+  it("shares a bound with other caches: the least recently used entry of any goes first, its state given back", () => {
+    // Two caches (say, two checkpoints' policies) under one budget of 300 prompt tokens, each bounded at 1,000.
+    let released = 0
+    let snapshots = 0
+    const watched: typeof policy = Object.create(policy, {
+      release: {
+        value: (state: Parameters<typeof policy.release>[0]) => {
+          released += 1
+          policy.release(state)
+        }
+      },
+      // What a cache keeps is a snapshot (no room to grow), not a fork.
+      snapshot: {
+        value: (state: Parameters<typeof policy.snapshot>[0]) => {
+          snapshots += 1
+          return policy.snapshot(state)
+        }
+      }
+    })
+    const budget = new PromptBudget(300)
+    const older = new PrefixCache(1_000, budget)
+    const newer = new PrefixCache(1_000, budget)
+    const ask = (cache: PrefixCache, content: string) =>
+      complete(
+        watched,
+        { messages: [{ role: "user", content }], max_completion_tokens: 1, seed: 0 },
+        { modelName: "m", promptStates: cache }
+      )
+    const a = ask(older, "a".repeat(100))
+    expect(snapshots).toBe(1)
+    ask(older, "b".repeat(100))
+    expect(budget.tokens).toBe(older.tokens)
+    ask(older, "a".repeat(100)) // a is used again: b is now the oldest of both caches
+    const before = released
+    ask(newer, "c".repeat(100))
+    // The newer cache's prompt pushed the pair past 300: the older cache's b went (its state given back), a stayed.
+    expect(released - before).toBe(2) // b's kept state, and the finished completion's choice
+    expect([older.size, newer.size]).toEqual([1, 1])
+    expect(budget.tokens).toBe(2 * a.usage.prompt_tokens)
+    expect(budget.tokens).toBe(older.tokens + newer.tokens)
+    const hits = older.hits
+    ask(older, "a".repeat(100))
+    expect(older.hits).toBe(hits + 1)
+    ask(older, "b".repeat(100))
+    expect(older.hits).toBe(hits + 1)
+    // Now c is the oldest: the older cache's b evicted it, from the other cache.
+    expect([older.size, newer.size]).toEqual([2, 0])
+    expect(budget.tokens).toBeLessThanOrEqual(300)
+    // Evicted and kept again, the cached completions are still an uncached prefill's.
+    const plain = complete(
+      policy,
+      { messages: [{ role: "user", content: "c".repeat(100) }], max_completion_tokens: 4, seed: 5 },
+      { modelName: "m" }
+    )
+    const again = complete(
+      watched,
+      { messages: [{ role: "user", content: "c".repeat(100) }], max_completion_tokens: 4, seed: 5 },
+      { modelName: "m", promptStates: newer }
+    )
+    expect(again.choices).toEqual(plain.choices)
   })
 
   /** Runs a generator to its end; its value and the number of pauses on the way. */

@@ -31,6 +31,11 @@ export interface ExtendableModel<S extends DecodeState> extends LanguageModel<S>
    * logits are read (optional: without it, only a whole cached prompt is reused).
    */
   readonly forkPrefix?: ((state: S, length: number) => S) | undefined
+  /**
+   * A copy of a state that is only read and forked, never extended, so it needs no room to grow (optional: the
+   * cache keeps a `fork` without it).
+   */
+  readonly snapshot?: ((state: S) => S) | undefined
 }
 
 /**
@@ -147,11 +152,65 @@ const NO_TOKENS: ReadonlyArray<number> = []
 interface Entry {
   readonly ids: Int32Array
   readonly state: DecodeState
+  /** Gives the state's memory back (its model's `release`), when the entry is evicted. */
+  readonly release: ((state: DecodeState) => void) | undefined
   used: number
 }
 
 /** The default bound on the prompt tokens a cache keeps states for (their keys and values: ~0.75 KB a token). */
 export const DEFAULT_MAX_TOKENS = 32_768
+
+/**
+ * A bound on the prompt tokens that several caches keep states for together, the least recently used entry of
+ * any of them evicted first (a server keeps a cache for each policy it has loaded; they share one, as their
+ * states share the kernels' memory). Each cache keeps its own bound as well.
+ *
+ * Without it, the caches of an RL loop's earlier checkpoints, which its requests no longer name, held their
+ * states until the policy was dropped and its cache collected: new states took fresh memory, whose first
+ * writes (page faults) cost some 40 times a copy into a block given back. With it, the new checkpoint's
+ * prompts evict the old ones' states, and their blocks are reused at once.
+ */
+export class PromptBudget {
+  private readonly caches = new Set<PrefixCache>()
+  private held = 0
+  private clock = 0
+
+  constructor(readonly maxTokens: number = DEFAULT_MAX_TOKENS) {}
+
+  /** The prompt tokens whose states the caches keep, together. */
+  get tokens(): number {
+    return this.held
+  }
+
+  /** The next use's time, shared by the caches so that their entries' ages compare. */
+  tick(): number {
+    return ++this.clock
+  }
+
+  /** A cache kept `n` more tokens (net of what its own bound evicted); evicts the oldest entries beyond the bound. */
+  changed(cache: PrefixCache, n: number): void {
+    this.held += n
+    if (cache.size > 0) this.caches.add(cache)
+    else this.caches.delete(cache)
+    while (this.held > this.maxTokens) {
+      let oldest: PrefixCache | undefined
+      let at = Number.POSITIVE_INFINITY
+      let entries = 0
+      for (const c of this.caches) {
+        entries += c.size
+        const used = c.oldestUse()
+        if (used < at) {
+          at = used
+          oldest = c
+        }
+      }
+      // The entry just kept stays, as a cache's own bound keeps one entry.
+      if (oldest === undefined || entries <= 1) return
+      this.held -= oldest.evictOldest()
+      if (oldest.size === 0) this.caches.delete(oldest)
+    }
+  }
+}
 
 const isExtendable = <S extends DecodeState>(model: LanguageModel<S>): model is ExtendableModel<S> =>
   typeof (model as Partial<ExtendableModel<S>>).extend === "function"
@@ -185,11 +244,49 @@ export class PrefixCache implements PromptStates {
   /** Prompt tokens not run thanks to the cache. */
   savedTokens = 0
 
-  constructor(readonly maxTokens: number = DEFAULT_MAX_TOKENS) {}
+  /**
+   * @param maxTokens the bound on the prompt tokens this cache keeps states for
+   * @param budget a bound this cache shares with others (see {@link PromptBudget}), if any
+   */
+  constructor(
+    readonly maxTokens: number = DEFAULT_MAX_TOKENS,
+    readonly budget?: PromptBudget
+  ) {}
 
   /** The prompt tokens whose states are kept. */
   get tokens(): number {
     return this.held
+  }
+
+  /** How many prompt states are kept. */
+  get size(): number {
+    return this.entries.length
+  }
+
+  /** When the least recently used entry was last used (infinity for an empty cache): for its {@link PromptBudget}. */
+  oldestUse(): number {
+    let at = Number.POSITIVE_INFINITY
+    for (const entry of this.entries) if (entry.used < at) at = entry.used
+    return at
+  }
+
+  /**
+   * Evicts the least recently used entry, its state's memory given back, and answers how many prompt tokens it held
+   * (for its {@link PromptBudget}, which counts them itself).
+   */
+  evictOldest(): number {
+    if (this.entries.length === 0) return 0
+    let oldest = 0
+    for (let i = 1; i < this.entries.length; i++) if (this.entries[i]!.used < this.entries[oldest]!.used) oldest = i
+    const [evicted] = this.entries.splice(oldest, 1)
+    this.held -= evicted!.ids.length
+    // The cache's own copy (a prompt forks it, never holds it): its memory goes back at once.
+    evicted!.release?.(evicted!.state)
+    return evicted!.ids.length
+  }
+
+  private tick(): number {
+    return this.budget === undefined ? ++this.clock : this.budget.tick()
   }
 
   readonly prefill = <S extends DecodeState>(model: LanguageModel<S>, ids: ReadonlyArray<number>): S =>
@@ -229,7 +326,7 @@ export class PrefixCache implements PromptStates {
       }
       const state = next.value
       // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
-      if (!this.holdsWhole(ids)) this.keep(model, Int32Array.from(ids), model.fork(state))
+      if (!this.holdsWhole(ids)) this.keep(model, Int32Array.from(ids), (model.snapshot ?? model.fork)(state))
       return state
     } finally {
       this.running.delete(mine)
@@ -267,7 +364,7 @@ export class PrefixCache implements PromptStates {
       if (best !== undefined && shared === best.ids.length) {
         this.hits += 1
         this.savedTokens += shared
-        best.used = ++this.clock
+        best.used = this.tick()
         return model.fork(best.state as S)
       }
       if (model.forkPrefix === undefined) break
@@ -295,7 +392,7 @@ export class PrefixCache implements PromptStates {
       if (best !== undefined && part >= MIN_SHARED_TOKENS) {
         this.partialHits += 1
         this.savedTokens += part
-        best.used = ++this.clock
+        best.used = this.tick()
         return model.forkPrefix(best.state as S, part)
       }
       break
@@ -305,15 +402,11 @@ export class PrefixCache implements PromptStates {
   }
 
   private keep<S extends DecodeState>(model: ExtendableModel<S>, ids: Int32Array, state: S): void {
-    this.entries.push({ ids, state, used: ++this.clock })
+    const release = model.release === undefined ? undefined : (kept: DecodeState) => model.release!(kept as S)
+    this.entries.push({ ids, state, release, used: this.tick() })
     this.held += ids.length
-    while (this.held > this.maxTokens && this.entries.length > 1) {
-      let oldest = 0
-      for (let i = 1; i < this.entries.length; i++) if (this.entries[i]!.used < this.entries[oldest]!.used) oldest = i
-      const [evicted] = this.entries.splice(oldest, 1)
-      this.held -= evicted!.ids.length
-      // The cache's own copy (a prompt forks it, never holds it): its memory goes back at once.
-      model.release?.(evicted!.state as S)
-    }
+    let freed = 0
+    while (this.held > this.maxTokens && this.entries.length > 1) freed += this.evictOldest()
+    this.budget?.changed(this, ids.length - freed)
   }
 }

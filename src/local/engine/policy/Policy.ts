@@ -253,9 +253,17 @@ export class Policy implements LanguageModel<PolicyState> {
   }
 
   /** A copy of a state (for several completions of one prompt). */
-  readonly fork = (state: PolicyState): PolicyState => {
+  readonly fork = (state: PolicyState): PolicyState => this.copyOf(state, 16)
+
+  /**
+   * A copy of a state with no room kept to grow (its caches in the smallest blocks that hold them), for a copy that
+   * is only read and forked, never extended: a prompt cache's (half the memory of a `fork` of a short prompt).
+   */
+  readonly snapshot = (state: PolicyState): PolicyState => this.copyOf(state, 0)
+
+  private copyOf(state: PolicyState, room: number): PolicyState {
     const row = 2 * this.config.dModel
-    const capacity = this.fit(Math.max(16, state.length + 16))
+    const capacity = this.fit(Math.max(room === 0 ? 1 : 16, state.length + room))
     const kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
     const last = this.makeState(this.config.dModel)
     last.set(state.last)

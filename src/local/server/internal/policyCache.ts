@@ -4,7 +4,7 @@
  * goes stale; a deleted checkpoint is simply no longer resolved. What a model name (`wandb-artifact:///...`)
  * resolved to is kept too, for as long as no model or checkpoint has been written since (`catalogVersion`).
  */
-import { PrefixCache } from "../../engine/PrefixCache.js"
+import { PrefixCache, PromptBudget } from "../../engine/PrefixCache.js"
 import type { Policy } from "../../engine/policy/Policy.js"
 
 /** The default number of policies kept. */
@@ -74,13 +74,20 @@ export class PolicyCache {
 const promptStates = new WeakMap<Policy, PrefixCache>()
 
 /**
+ * The bound the prefix caches of every policy served in this process share (their states share the kernels'
+ * memory, one per process): an RL loop's new checkpoint evicts the states its earlier checkpoints' caches keep,
+ * and their memory is reused at once (see `PromptBudget`).
+ */
+export const sharedPromptBudget = new PromptBudget()
+
+/**
  * The prefix cache of a policy the server serves (a checkpoint's or a base model's, whose weights never
  * change), kept as long as the policy is: chat completions on both surfaces reuse its prompt states.
  */
 export const promptStatesOf = (policy: Policy): PrefixCache => {
   let cache = promptStates.get(policy)
   if (cache === undefined) {
-    cache = new PrefixCache()
+    cache = new PrefixCache(undefined, sharedPromptBudget)
     promptStates.set(policy, cache)
   }
   return cache
