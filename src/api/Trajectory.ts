@@ -22,6 +22,7 @@ import {
   UserMessage
 } from "./ChatMessage.js"
 import { checked } from "./internal/checked.js"
+import { entry } from "./internal/trajectoryFastPath.js"
 import { JsonObject, OtherKeys, optionalKey } from "./Json.js"
 
 /** The `finish_reason`s the training service takes on a trajectory's choice. */
@@ -106,11 +107,25 @@ const strictMessage: Record<Role, Schema.Schema.AnyNoContext> = {
 
 const finishReasons: ReadonlySet<unknown> = new Set(FinishReason.literals)
 
-/** Whether an {@link EntryChoice} is a {@link TrajectoryChoice}, checked without allocating (mirrors `choiceOf`). */
-const takesChoice = (choice: EntryChoice): boolean =>
-  finishReasons.has(choice.finish_reason) &&
-  choice.message.role === "assistant" &&
-  (choice.message.tool_calls == null || choice.message.tool_calls.every((call) => typeof call.id === "string"))
+/**
+ * Whether an {@link EntryChoice} is a {@link TrajectoryChoice}, checked without allocating (mirrors `choiceOf`).
+ * Encoding asks it before the value's shape is checked, so it takes any value without throwing (false: ask
+ * `choiceOf`).
+ */
+const takesChoice = (choice: EntryChoice): boolean => {
+  const message: unknown = choice.message
+  if (!finishReasons.has(choice.finish_reason) || typeof message !== "object" || message === null) return false
+  const { role, tool_calls: calls } = message as { readonly role?: unknown; readonly tool_calls?: unknown }
+  return (
+    role === "assistant" &&
+    (calls == null ||
+      (Array.isArray(calls) &&
+        calls.every(
+          (call: unknown) =>
+            typeof call === "object" && call !== null && typeof (call as { id?: unknown }).id === "string"
+        )))
+  )
+}
 
 const optionalString = (u: unknown): boolean => u === undefined || typeof u === "string"
 
@@ -185,6 +200,8 @@ export const MessageOrChoice: Schema.Schema<EntryChoice | Message, typeof EntryU
   entryIssue,
   {
     identifier: "MessageOrChoice",
+    // The union in one pass (`internal/trajectoryFastPath.ts`): an entry crosses it three times an RL step.
+    fast: entry,
     // Values drawn for property tests come from the strict schemas (the chat-completions ones would nearly all fail).
     arbitrary: () => Arbitrary.makeLazy(strictEntry) as Arbitrary.LazyArbitrary<EntryChoice | Message>
   }

@@ -77,7 +77,8 @@ export const choiceLogprobs: Decoder = nullishOrDecode((u) => {
     : DECLINED
 })
 
-const choice: Decoder = (u) => {
+/** A `Choice` (shared with the trajectories' entries, `entry` in ./trajectoryFastPath.ts). */
+export const choice: Decoder = (u) => {
   if (!isRecord(u) || !isInt(u.index)) return DECLINED
   const m = responseMessage(u.message)
   if (m === DECLINED) return DECLINED

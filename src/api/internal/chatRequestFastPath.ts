@@ -115,7 +115,7 @@ const assistantMessage = (u: Record_): Declinable<Record_> => {
  * takes it, the union's result is that member's. Other roles, and messages that member refuses (which the union
  * then hands to its other members), are declined.
  */
-const message: Decoder = (u) => {
+export const message: Decoder = (u) => {
   if (!isRecord(u)) return DECLINED
   switch (u.role) {
     case "system":

@@ -207,7 +207,7 @@ export interface FastCodec<A, I> {
  * Parse options under which the fast decoders' results are `full`'s: excess keys dropped, the schema's key order.
  * (`exact` changes only which inputs fail, and the fast decoders decline those.)
  */
-const plainOptions = (options: AST.ParseOptions | undefined): boolean =>
+export const plainOptions = (options: AST.ParseOptions | undefined): boolean =>
   options === undefined ||
   ((options.onExcessProperty === undefined || options.onExcessProperty === "ignore") &&
     options.propertyOrder !== "original")
