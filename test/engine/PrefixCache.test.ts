@@ -280,6 +280,13 @@ describe("PrefixCache", () => {
       { modelName: "m", promptStates: newer }
     )
     expect(again.choices).toEqual(plain.choices)
+    // A cache cleared (its model no longer served) gives every state back and leaves the budget.
+    const [kept, entries] = [released, older.size]
+    expect(entries).toBeGreaterThan(0)
+    older.clear()
+    expect(released - kept).toBe(entries)
+    expect(older.size).toBe(0)
+    expect(budget.tokens).toBe(newer.tokens)
   })
 
   /** Runs a generator to its end; its value and the number of pauses on the way. */

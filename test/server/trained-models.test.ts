@@ -2,8 +2,9 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as LocalBackend from "../../src/LocalBackend.js"
 import { Policy } from "../../src/local/engine/policy/Policy.js"
+import { complete } from "../../src/local/engine/Sampler.js"
 import { BASE_MODEL } from "../../src/local/server/internal/inference.js"
-import { PolicyCache } from "../../src/local/server/internal/policyCache.js"
+import { PolicyCache, promptStatesOf, sharedPromptBudget } from "../../src/local/server/internal/policyCache.js"
 import { inference, training } from "../support/clients.js"
 import { Backend, send } from "./support.js"
 
@@ -67,5 +68,24 @@ describe("trained models in inference", () => {
     expect(cache.get("b")).toBeUndefined()
     expect(cache.get("a")).toBe(p)
     expect(cache.size).toBe(2)
+  })
+
+  it("a policy the cache drops gives its prompt states back (the shared budget would keep them, and it)", () => {
+    const cache = new PolicyCache(1)
+    const [first, second] = [Policy.create(undefined, { seed: 1 }), Policy.create(undefined, { seed: 2 })]
+    const ask = (policy: Policy) =>
+      complete(
+        policy,
+        { messages: [{ role: "user", content: "a tic-tac-toe board" }], max_completion_tokens: 1, seed: 0 },
+        { modelName: "m", promptStates: promptStatesOf(policy) }
+      )
+    cache.set("first", first)
+    ask(first)
+    const kept = promptStatesOf(first).tokens
+    expect(kept).toBeGreaterThan(0)
+    const before = sharedPromptBudget.tokens
+    cache.set("second", second)
+    expect(promptStatesOf(first).size).toBe(0)
+    expect(sharedPromptBudget.tokens).toBe(before - kept)
   })
 })

@@ -271,6 +271,17 @@ export class PrefixCache implements PromptStates {
   }
 
   /**
+   * Drops every entry, their states' memory given back (for a cache whose model is no longer served: its states
+   * would otherwise hold the model, through their entries, for as long as a shared {@link PromptBudget} keeps them).
+   */
+  clear(): void {
+    const held = this.held
+    for (const entry of this.entries.splice(0)) entry.release?.(entry.state)
+    this.held = 0
+    this.budget?.changed(this, -held)
+  }
+
+  /**
    * Evicts the least recently used entry, its state's memory given back, and answers how many prompt tokens it held
    * (for its {@link PromptBudget}, which counts them itself).
    */

@@ -38,7 +38,10 @@ export class PolicyCache {
     while (this.entries.size > this.capacity) {
       const oldest = this.entries.keys().next()
       if (oldest.done === true) break
+      const evicted = this.entries.get(oldest.value)
       this.entries.delete(oldest.value)
+      // Its prompt states go now: in the shared budget they would keep the policy alive until evicted in turn.
+      if (evicted !== undefined) promptStates.get(evicted)?.clear()
     }
   }
 
