@@ -4,9 +4,9 @@
  * decodes the job body, the training worker decodes the stored request): through the schema's union, an entry
  * cost about 25 KB of allocation a pass, a sixth of everything `npm start`'s main thread allocated. It builds what
  * the union gives, in one pass, from the chat-completions fast paths (a choice as `Choice` decodes it, a message
- * as `Message` does), and declines anything it is not sure of, which then goes to the schema (see
- * `withFastCodec`), so that every failure is the schema's own. The two sides of the union are the same (no
- * transformation inside), so one function serves both directions.
+ * as `Message` does), and declines anything it is not sure of, which then goes to the schema (`checked`'s `fast`
+ * option, in ../Trajectory.ts), so that every failure is the schema's own. The two sides of the union are the same
+ * (no transformation inside), so one function serves both directions.
  *
  * @internal
  */

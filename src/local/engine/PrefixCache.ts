@@ -337,7 +337,8 @@ export class PrefixCache implements PromptStates {
       }
       const state = next.value
       // Kept once complete (a request dropped while its prompt runs leaves nothing half-done behind).
-      if (!this.holdsWhole(ids)) this.keep(model, Int32Array.from(ids), (model.snapshot ?? model.fork)(state))
+      if (!this.holdsWhole(ids))
+        this.keep(model, Int32Array.from(ids), model.snapshot !== undefined ? model.snapshot(state) : model.fork(state))
       return state
     } finally {
       this.running.delete(mine)
