@@ -1,13 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as FastCheck from "effect/FastCheck"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 import { ChatCompletion, ChatCompletionRequest, StructuredOutputs } from "../../src/api/ChatCompletion.js"
 import { AssistantMessage, SystemMessage, ToolMessage, UserMessage } from "../../src/api/ChatMessage.js"
 import { chatCompletion } from "../../src/api/internal/chatCompletionFastPath.js"
 import { requestFields, requestKeys } from "../../src/api/internal/chatRequestFastPath.js"
+import { sameAs } from "./parity.js"
 
 /** The schema a fast path stands in front of: the type parameter of its declaration. */
 const plainOf = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, I> =>
@@ -17,37 +17,6 @@ const PlainRequest = plainOf(ChatCompletionRequest)
 const PlainCompletion = plainOf(ChatCompletion)
 
 type Loose = Record<string, unknown>
-
-/** Whether a value holds an own `__proto__` key or an object without a prototype (see FastPath.test.ts). */
-const hasProtoKey = (value: unknown): boolean =>
-  typeof value === "object" &&
-  value !== null &&
-  (Object.hasOwn(value, "__proto__") || Object.getPrototypeOf(value) === null || Object.values(value).some(hasProtoKey))
-
-const formatted = (error: ParseResult.ParseError) => ParseResult.ArrayFormatter.formatErrorSync(error)
-
-/**
- * The fast schema decodes and encodes `value` exactly as the plain one: both succeed with the same value (the
- * same keys in the same order) or both fail with the same issues.
- */
-const sameAs = <A, I>(fastSchema: Schema.Schema<A, I>, plainSchema: Schema.Schema<A, I>, value: unknown) => {
-  if (hasProtoKey(value)) return
-  for (const [fast, plain] of [
-    [Schema.decodeUnknownEither(fastSchema), Schema.decodeUnknownEither(plainSchema)],
-    [Schema.encodeUnknownEither(fastSchema), Schema.encodeUnknownEither(plainSchema)]
-  ] as const) {
-    for (const options of [undefined, { errors: "all" } as const]) {
-      const a = fast(value, options)
-      const b = plain(value, options)
-      expect(a._tag).toBe(b._tag)
-      if (a._tag === "Right" && b._tag === "Right") {
-        expect(a.right).toStrictEqual(b.right)
-        expect(JSON.stringify(a.right)).toBe(JSON.stringify(b.right))
-      }
-      if (a._tag === "Left" && b._tag === "Left") expect(formatted(a.left)).toEqual(formatted(b.left))
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // requests

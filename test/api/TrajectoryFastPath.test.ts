@@ -6,13 +6,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as FastCheck from "effect/FastCheck"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { Choice } from "../../src/api/ChatCompletion.js"
 import { AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage } from "../../src/api/ChatMessage.js"
 import { checked } from "../../src/api/internal/checked.js"
 import { entry } from "../../src/api/internal/trajectoryFastPath.js"
 import { EntryChoice, entryIssue, MessageOrChoice, Trajectory } from "../../src/api/Trajectory.js"
+import { expectSameParse, hasProtoKey } from "./parity.js"
 
 type Loose = Record<string, unknown>
 
@@ -24,37 +24,16 @@ const PlainTrajectory = Schema.Struct({
   messages_and_choices: Schema.optionalWith(Schema.Array(PlainMessageOrChoice), { default: () => [] })
 })
 
-const formatted = (error: ParseResult.ParseError) => ParseResult.ArrayFormatter.formatErrorSync(error)
-
-/** Both schemas decode and encode `value` alike: the same value (keys in the same order), or the same issues. */
+/** Both schemas decode and encode `value` alike, alone, inside a trajectory, and validated. */
 const sameAs = (value: unknown) => {
   // A trajectory has defaults (a transformation): its entries are decoded and encoded on the type side as well.
   const trajectory = { messages_and_choices: [value, value], reward: 1 }
-  for (const [fast, plain, input] of [
-    [Schema.decodeUnknownEither(MessageOrChoice), Schema.decodeUnknownEither(PlainMessageOrChoice), value],
-    [Schema.encodeUnknownEither(MessageOrChoice), Schema.encodeUnknownEither(PlainMessageOrChoice), value],
-    [Schema.decodeUnknownEither(Trajectory), Schema.decodeUnknownEither(PlainTrajectory), trajectory],
-    [Schema.encodeUnknownEither(Trajectory), Schema.encodeUnknownEither(PlainTrajectory), trajectory],
-    [Schema.validateEither(MessageOrChoice), Schema.validateEither(PlainMessageOrChoice), value]
-  ] as const) {
-    for (const options of [undefined, { errors: "all" } as const]) {
-      const a = fast(input, options)
-      const b = plain(input, options)
-      expect(a._tag).toBe(b._tag)
-      if (a._tag === "Right" && b._tag === "Right") {
-        expect(a.right).toStrictEqual(b.right)
-        expect(JSON.stringify(a.right)).toBe(JSON.stringify(b.right))
-      }
-      if (a._tag === "Left" && b._tag === "Left") expect(formatted(a.left)).toEqual(formatted(b.left))
-    }
-  }
+  expectSameParse(Schema.decodeUnknownEither(MessageOrChoice), Schema.decodeUnknownEither(PlainMessageOrChoice), value)
+  expectSameParse(Schema.encodeUnknownEither(MessageOrChoice), Schema.encodeUnknownEither(PlainMessageOrChoice), value)
+  expectSameParse(Schema.decodeUnknownEither(Trajectory), Schema.decodeUnknownEither(PlainTrajectory), trajectory)
+  expectSameParse(Schema.encodeUnknownEither(Trajectory), Schema.encodeUnknownEither(PlainTrajectory), trajectory)
+  expectSameParse(Schema.validateEither(MessageOrChoice), Schema.validateEither(PlainMessageOrChoice), value)
 }
-
-/** Whether a value holds an own `__proto__` key or an object without a prototype (see FastPath.test.ts). */
-const hasProtoKey = (value: unknown): boolean =>
-  typeof value === "object" &&
-  value !== null &&
-  (Object.hasOwn(value, "__proto__") || Object.getPrototypeOf(value) === null || Object.values(value).some(hasProtoKey))
 
 /** A choice as the engine returns it, with a finish reason the training service takes (mostly). */
 const choice = Arbitrary.make(Choice).map((c) => ({
