@@ -7,7 +7,7 @@ import { ChatCompletion, ChatCompletionRequest, StructuredOutputs } from "../../
 import { AssistantMessage, SystemMessage, ToolMessage, UserMessage } from "../../src/api/ChatMessage.js"
 import { chatCompletion } from "../../src/api/internal/chatCompletionFastPath.js"
 import { requestFields, requestKeys } from "../../src/api/internal/chatRequestFastPath.js"
-import { sameAs } from "./parity.js"
+import { MESSAGE_KEYS, sameAs } from "./parity.js"
 
 /** The schema a fast path stands in front of: the type parameter of its declaration. */
 const plainOf = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, I> =>
@@ -102,16 +102,6 @@ const EDGE_VALUES: ReadonlyArray<unknown> = [
   { id: "c", type: "function", function: { name: "f", arguments: "" } }
 ]
 const oddValue = FastCheck.constantFrom(...EDGE_VALUES)
-const MESSAGE_KEYS = [
-  "role",
-  "content",
-  "name",
-  "refusal",
-  "audio",
-  "function_call",
-  "tool_calls",
-  "tool_call_id"
-].concat(["reasoning", "reasoning_content"])
 
 const firstMessage = (r: Loose) => ((r.messages as Array<Loose>)[0] ?? { role: "user", content: "x" }) as Loose
 const nearRequest = FastCheck.oneof(

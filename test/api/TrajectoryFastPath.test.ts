@@ -12,7 +12,7 @@ import { AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage } fr
 import { checked } from "../../src/api/internal/checked.js"
 import { entry } from "../../src/api/internal/trajectoryFastPath.js"
 import { EntryChoice, entryIssue, MessageOrChoice, Trajectory } from "../../src/api/Trajectory.js"
-import { expectSameParse, hasProtoKey } from "./parity.js"
+import { expectSameParse, hasProtoKey, MESSAGE_KEYS } from "./parity.js"
 
 type Loose = Record<string, unknown>
 
@@ -75,16 +75,7 @@ const EDGE_VALUES: ReadonlyArray<unknown> = [
 ]
 const odd = FastCheck.constantFrom(...EDGE_VALUES)
 const CHOICE_KEYS = ["index", "message", "logprobs", "finish_reason", "stop_reason", "token_ids", "role", "extra"]
-const MESSAGE_KEYS = [
-  "role",
-  "content",
-  "name",
-  "refusal",
-  "audio",
-  "function_call",
-  "tool_calls",
-  "tool_call_id"
-].concat(["reasoning", "reasoning_content", "index", "message", "extra"])
+const ENTRY_MESSAGE_KEYS = [...MESSAGE_KEYS, "index", "message", "extra"]
 
 const nearEntry = FastCheck.oneof(
   { weight: 4, arbitrary: choice.map((c) => c as unknown) },
@@ -94,11 +85,11 @@ const nearEntry = FastCheck.oneof(
     ...c,
     [key]: value
   })),
-  FastCheck.tuple(choice, FastCheck.constantFrom(...MESSAGE_KEYS), odd).map(([c, key, value]) => ({
+  FastCheck.tuple(choice, FastCheck.constantFrom(...ENTRY_MESSAGE_KEYS), odd).map(([c, key, value]) => ({
     ...c,
     message: { ...c.message, [key]: value }
   })),
-  FastCheck.tuple(message, FastCheck.constantFrom(...MESSAGE_KEYS), odd).map(([m, key, value]) => ({
+  FastCheck.tuple(message, FastCheck.constantFrom(...ENTRY_MESSAGE_KEYS), odd).map(([m, key, value]) => ({
     ...m,
     [key]: value
   })),

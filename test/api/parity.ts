@@ -38,3 +38,17 @@ export const sameAs = <A, I>(fastSchema: Schema.Schema<A, I>, plainSchema: Schem
   expectSameParse(Schema.decodeUnknownEither(fastSchema), Schema.decodeUnknownEither(plainSchema), value)
   expectSameParse(Schema.encodeUnknownEither(fastSchema), Schema.encodeUnknownEither(plainSchema), value)
 }
+
+/** The keys of a chat-completions message, to set one of to an edge value. */
+export const MESSAGE_KEYS: ReadonlyArray<string> = [
+  "role",
+  "content",
+  "name",
+  "refusal",
+  "audio",
+  "function_call",
+  "tool_calls",
+  "tool_call_id",
+  "reasoning",
+  "reasoning_content"
+]

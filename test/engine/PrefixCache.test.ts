@@ -46,6 +46,30 @@ const request = (messages: ChatCompletionRequest["messages"], seed: number): Cha
   max_completion_tokens: 100
 })
 
+/**
+ * The test policy with its `release` and `snapshot` counted: the cache releases what it drops (a released state is
+ * emptied) and keeps snapshots; a job releases its choices' states.
+ */
+const watchedPolicy = () => {
+  const counts = { released: 0, snapshots: 0 }
+  const model: typeof policy = Object.create(policy, {
+    release: {
+      value: (state: Parameters<typeof policy.release>[0]) => {
+        counts.released += 1
+        policy.release(state)
+        expect(state.length).toBe(0)
+      }
+    },
+    snapshot: {
+      value: (state: Parameters<typeof policy.snapshot>[0]) => {
+        counts.snapshots += 1
+        return policy.snapshot(state)
+      }
+    }
+  })
+  return { model, counts }
+}
+
 describe("PrefixCache", () => {
   it("gives the completions an uncached prefill gives, reusing the states of earlier prompts", () => {
     const cache = new PrefixCache()
@@ -192,25 +216,16 @@ describe("PrefixCache", () => {
 
   it("gives an evicted state and a finished completion's states back to the model at once", () => {
     // The policy, with its `release` watched: the cache calls it for what it drops, a job for its choices' states.
-    let released = 0
-    const watched: typeof policy = Object.create(policy, {
-      release: {
-        value: (state: Parameters<typeof policy.release>[0]) => {
-          released += 1
-          policy.release(state)
-          expect(state.length).toBe(0)
-        }
-      }
-    })
+    const { model, counts } = watchedPolicy()
     const cache = new PrefixCache(300)
     const ask = (content: string) => {
-      const before = released
+      const before = counts.released
       complete(
-        watched,
+        model,
         { messages: [{ role: "user", content }], max_completion_tokens: 1, seed: 0, n: 2 },
         { modelName: "m", promptStates: cache }
       )
-      return released - before
+      return counts.released - before
     }
     // Each completion gives back its two choices' states; a prompt that pushes the cache past its bound, the
     // state it drops too.
@@ -222,23 +237,7 @@ describe("PrefixCache", () => {
 
   it("shares a bound with other caches: the least recently used entry of any goes first, its state given back", () => {
     // Two caches (say, two checkpoints' policies) under one budget of 300 prompt tokens, each bounded at 1,000.
-    let released = 0
-    let snapshots = 0
-    const watched: typeof policy = Object.create(policy, {
-      release: {
-        value: (state: Parameters<typeof policy.release>[0]) => {
-          released += 1
-          policy.release(state)
-        }
-      },
-      // What a cache keeps is a snapshot (no room to grow), not a fork.
-      snapshot: {
-        value: (state: Parameters<typeof policy.snapshot>[0]) => {
-          snapshots += 1
-          return policy.snapshot(state)
-        }
-      }
-    })
+    const { model: watched, counts } = watchedPolicy()
     const budget = new PromptBudget(300)
     const older = new PrefixCache(1_000, budget)
     const newer = new PrefixCache(1_000, budget)
@@ -249,14 +248,15 @@ describe("PrefixCache", () => {
         { modelName: "m", promptStates: cache }
       )
     const a = ask(older, "a".repeat(100))
-    expect(snapshots).toBe(1)
+    // What a cache keeps is a snapshot (no room to grow), not a fork.
+    expect(counts.snapshots).toBe(1)
     ask(older, "b".repeat(100))
     expect(budget.tokens).toBe(older.tokens)
     ask(older, "a".repeat(100)) // a is used again: b is now the oldest of both caches
-    const before = released
+    const before = counts.released
     ask(newer, "c".repeat(100))
     // The newer cache's prompt pushed the pair past 300: the older cache's b went (its state given back), a stayed.
-    expect(released - before).toBe(2) // b's kept state, and the finished completion's choice
+    expect(counts.released - before).toBe(2) // b's kept state, and the finished completion's choice
     expect([older.size, newer.size]).toEqual([1, 1])
     expect(budget.tokens).toBe(2 * a.usage.prompt_tokens)
     expect(budget.tokens).toBe(older.tokens + newer.tokens)
@@ -281,10 +281,10 @@ describe("PrefixCache", () => {
     )
     expect(again.choices).toEqual(plain.choices)
     // A cache cleared (its model no longer served) gives every state back and leaves the budget.
-    const [kept, entries] = [released, older.size]
+    const [kept, entries] = [counts.released, older.size]
     expect(entries).toBeGreaterThan(0)
     older.clear()
-    expect(released - kept).toBe(entries)
+    expect(counts.released - kept).toBe(entries)
     expect(older.size).toBe(0)
     expect(budget.tokens).toBe(newer.tokens)
   })
