@@ -7,7 +7,7 @@ import { ChatCompletion, ChatCompletionRequest, StructuredOutputs } from "../../
 import { AssistantMessage, SystemMessage, ToolMessage, UserMessage } from "../../src/api/ChatMessage.js"
 import { chatCompletion } from "../../src/api/internal/chatCompletionFastPath.js"
 import { requestFields, requestKeys } from "../../src/api/internal/chatRequestFastPath.js"
-import { MESSAGE_KEYS, sameAs } from "./parity.js"
+import { engineChoice, MESSAGE_KEYS, sameAs } from "./parity.js"
 
 /** The schema a fast path stands in front of: the type parameter of its declaration. */
 const plainOf = <A, I>(schema: Schema.Schema<A, I>): Schema.Schema<A, I> =>
@@ -448,16 +448,7 @@ describe("the fast path of chat completions", () => {
         object: "chat.completion",
         created: 1,
         model: "m",
-        choices: [
-          {
-            index: 0,
-            message: { role: "assistant", content: "5", refusal: null },
-            logprobs: { content: [{ token: "5", logprob: -1.1, bytes: [53], top_logprobs: [] }], refusal: null },
-            finish_reason: "stop",
-            stop_reason: null,
-            token_ids: [53, 2]
-          }
-        ],
+        choices: [engineChoice()],
         usage: { prompt_tokens: 40, completion_tokens: 2, total_tokens: 42 },
         prompt_token_ids: [1, 2, 3]
       })

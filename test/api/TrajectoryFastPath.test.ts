@@ -12,7 +12,7 @@ import { AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage } fr
 import { checked } from "../../src/api/internal/checked.js"
 import { entry } from "../../src/api/internal/trajectoryFastPath.js"
 import { EntryChoice, entryIssue, MessageOrChoice, Trajectory } from "../../src/api/Trajectory.js"
-import { expectSameParse, hasProtoKey, MESSAGE_KEYS } from "./parity.js"
+import { engineChoice, expectSameParse, hasProtoKey, MESSAGE_KEYS } from "./parity.js"
 
 type Loose = Record<string, unknown>
 
@@ -119,14 +119,7 @@ describe("the fast path of trajectory entries", () => {
       JSON.stringify([
         { role: "system", content: "You play tic-tac-toe." },
         { role: "user", content: "Board: x.o ... ... Your move." },
-        {
-          index: 0,
-          message: { role: "assistant", content: "5", refusal: null },
-          logprobs: { content: [{ token: "5", logprob: -1.1, bytes: [53], top_logprobs: [] }], refusal: null },
-          finish_reason: "stop",
-          stop_reason: null,
-          token_ids: [53, 2]
-        },
+        engineChoice(),
         { role: "tool", content: "ok", tool_call_id: "call_1" }
       ])
     )

@@ -52,3 +52,13 @@ export const MESSAGE_KEYS: ReadonlyArray<string> = [
   "reasoning",
   "reasoning_content"
 ]
+
+/** A choice as the embedded engine returns it for a tic-tac-toe move (logprobs and token ids asked for). */
+export const engineChoice = () => ({
+  index: 0,
+  message: { role: "assistant", content: "5", refusal: null },
+  logprobs: { content: [{ token: "5", logprob: -1.1, bytes: [53], top_logprobs: [] }], refusal: null },
+  finish_reason: "stop",
+  stop_reason: null,
+  token_ids: [53, 2]
+})
