@@ -55,6 +55,17 @@ export const makeAdamState = (size: number, config: Partial<AdamConfig> = {}, fl
   step: 0
 })
 
+/**
+ * Gives a state's moments back to the kernels' memory at once (see `Heap.release` and `Policy.dispose`), where
+ * they live; the state must not be used after. Moments elsewhere are left to the garbage collector.
+ */
+export const disposeAdamState = (state: AdamState): void => {
+  const H = heap()
+  if (H === undefined) return
+  H.release(state.m)
+  H.release(state.v)
+}
+
 /** The global L2 norm of a gradient buffer. */
 export const globalNorm = (grads: ArrayLike<number>): number => {
   let ss = 0

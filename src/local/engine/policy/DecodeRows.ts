@@ -47,10 +47,20 @@ export class DecodeScratch {
   readonly caches: GrowInt
   readonly lasts: GrowInt
 
-  constructor(config: PolicyConfig, make: (n: number) => FloatArray, heap?: Heap | undefined) {
+  /**
+   * `make` makes its float buffers; `ints` its Int32 ones (by default in `heap` when there is one, else plain
+   * Int32Arrays), so that an owner that gives its blocks back (`Policy.dispose`) knows them.
+   */
+  constructor(
+    config: PolicyConfig,
+    make: (n: number) => FloatArray,
+    heap?: Heap | undefined,
+    ints: ((n: number) => Int32Array) | undefined = heap === undefined
+      ? undefined
+      : (n: number) => heap.i32(n) ?? outOfMemory()
+  ) {
     this.heap = heap
     const grow = () => new Grow(make)
-    const ints = heap === undefined ? undefined : (n: number) => heap.i32(n) ?? outOfMemory()
     this.tokens = new GrowInt(ints)
     this.positions = new GrowInt(ints)
     this.caches = new GrowInt(ints)

@@ -131,6 +131,12 @@ export class Policy implements LanguageModel<PolicyState> {
   private readonly oneId = new Int32Array(1)
   // training workspace
   private readonly batch: PackedBatch
+  /**
+   * The views of the kernels' memory this policy made for itself (gradients, scratch, workspaces; not its
+   * parameters nor decoding states), held weakly: a view a workspace outgrew is still given back when collected.
+   */
+  private readonly owned: Array<WeakRef<ArrayBufferView>> = []
+  private disposed = false
 
   private constructor(config: PolicyConfig, float64: boolean, params: FloatArray) {
     checkConfig(config)
@@ -144,7 +150,7 @@ export class Policy implements LanguageModel<PolicyState> {
     const H = this.heap
     this.make =
       H !== undefined
-        ? (n) => H.f32(n) ?? outOfMemory()
+        ? (n) => this.own(H.f32(n) ?? outOfMemory())
         : float64
           ? (n) => new Float64Array(n)
           : (n) => new Float32Array(n)
@@ -158,10 +164,11 @@ export class Policy implements LanguageModel<PolicyState> {
         : this.shared
           ? (n) => sharedFloat32(n)
           : (n) => this.make(n)
-    this.scratch = new DecodeScratch(config, this.make, H)
-    this.logitsOut = H !== undefined ? (H.f32(config.vocabSize) ?? outOfMemory()) : new Float32Array(config.vocabSize)
+    const ints = H !== undefined ? (n: number) => this.own(H.i32(n) ?? outOfMemory()) : undefined
+    this.scratch = new DecodeScratch(config, this.make, H, ints)
+    this.logitsOut =
+      H !== undefined ? this.own(H.f32(config.vocabSize) ?? outOfMemory()) : new Float32Array(config.vocabSize)
     this.logits64 = new Grow(this.make)
-    const ints = H !== undefined ? (n: number) => H.i32(n) ?? outOfMemory() : undefined
     this.batch = new PackedBatch(
       config,
       this.layout,
@@ -244,6 +251,7 @@ export class Policy implements LanguageModel<PolicyState> {
    * then consumes a prompt into it, as `prefill` does.
    */
   readonly emptyState = (expected: number): PolicyState => {
+    this.checkLive()
     let capacity = 16
     while (capacity < expected + 16) capacity *= 2
     capacity = this.fit(capacity)
@@ -262,6 +270,7 @@ export class Policy implements LanguageModel<PolicyState> {
   readonly snapshot = (state: PolicyState): PolicyState => this.copyOf(state, 0)
 
   private copyOf(state: PolicyState, room: number): PolicyState {
+    this.checkLive()
     const row = 2 * this.config.dModel
     const capacity = this.fit(Math.max(room === 0 ? 1 : 16, state.length + room))
     const kv = state.kv.map((src) => this.copied(src, capacity * row, state.length * row))
@@ -313,6 +322,7 @@ export class Policy implements LanguageModel<PolicyState> {
    * advancing token by token, in a fraction of the time.
    */
   readonly extend = (state: PolicyState, ids: ArrayLike<number>): void => {
+    this.checkLive()
     const n = ids.length
     if (n === 0) return
     this.checkLength(state.length + n)
@@ -337,6 +347,7 @@ export class Policy implements LanguageModel<PolicyState> {
     ids: ArrayLike<number>,
     count: number = states.length
   ): void => {
+    this.checkLive()
     const rowState = this.rowStates(count)
     const rowPos = this.rowPosDecode.need(count)
     for (let b = 0; b < count; b++) {
@@ -361,6 +372,7 @@ export class Policy implements LanguageModel<PolicyState> {
     ids: ReadonlyArray<ArrayLike<number>>,
     count: number = states.length
   ): void => {
+    this.checkLive()
     let rows = 0
     for (let b = 0; b < count; b++) {
       const s = states[b]!
@@ -405,6 +417,7 @@ export class Policy implements LanguageModel<PolicyState> {
     out: Float32Array,
     count: number = states.length
   ): Float32Array => {
+    this.checkLive()
     const V = this.vocabSize
     if (out.length < count * V) throw new RangeError("logitsMany: the output buffer is too small")
     for (let b = 0; b < count; b++) {
@@ -552,12 +565,42 @@ export class Policy implements LanguageModel<PolicyState> {
     if (H !== undefined) for (const kv of old) H.release(kv)
   }
 
+  private own<T extends ArrayBufferView>(view: T): T {
+    this.owned.push(new WeakRef(view))
+    return view
+  }
+
+  /**
+   * Gives the policy's blocks of the kernels' memory back at once (see `Heap.release`): its parameters, gradients,
+   * scratch and training workspaces, for the next policy of this thread to reuse. Without it they go back only
+   * when the garbage collector finds them, which on a thread that allocates little JavaScript (the training
+   * thread) is rarely: each job's policy took fresh memory. The policy must not be used after (its training and
+   * decoding entry points throw); its decoding states are given back by `release` as before. Idempotent.
+   */
+  dispose(): void {
+    if (this.disposed) return
+    this.disposed = true
+    const H = this.heap
+    if (H === undefined) return
+    for (const ref of this.owned) {
+      const view = ref.deref()
+      if (view !== undefined) H.release(view)
+    }
+    this.owned.length = 0
+    H.release(this.params)
+  }
+
+  private checkLive(): void {
+    if (this.disposed) throw new RangeError("policy: used after dispose()")
+  }
+
   // -------------------------------------------------------------------------------------------------------
   // Training
   // -------------------------------------------------------------------------------------------------------
 
   /** Set every gradient to zero. */
   zeroGrads(): void {
+    this.checkLive()
     this.grads.fill(0)
   }
 
@@ -571,6 +614,7 @@ export class Policy implements LanguageModel<PolicyState> {
     want: ReadonlyArray<ArrayLike<number>>,
     options: { readonly keepActivations?: boolean | undefined } = {}
   ): BatchOutput {
+    this.checkLive()
     return this.batch.forward(sequences, want, options)
   }
 
@@ -579,6 +623,7 @@ export class Policy implements LanguageModel<PolicyState> {
    * shape as its `logprobs`; other entries ignored), add d(loss)/d(parameter) to `grads`.
    */
   backwardBatch(dLogprobs: ReadonlyArray<ArrayLike<number>>): void {
+    this.checkLive()
     this.batch.backward(dLogprobs)
   }
 }

