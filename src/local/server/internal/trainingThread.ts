@@ -136,13 +136,17 @@ export const runJob = (job: JobMessage, post: (report: Report) => void, cancelle
   )
 }
 
-/** One forward and backward pass of a small policy over two short sequences (compiles the training code). */
+/**
+ * One forward and backward pass of a small policy over two short sequences (compiles the training code), with the
+ * array types a job passes (Int32Array ids, Uint8Array masks, Float64Array gradients); its memory is given back.
+ */
 export const warmUp = (): void => {
   const policy = Policy.create({ ...DEFAULT_POLICY_CONFIG, contextLength: 64 }, { seed: 1 })
-  const sequences = [48, 40].map((n, s) => Array.from({ length: n }, (_, t) => (t * 31 + s * 7) % 256))
-  const want = sequences.map((ids) => ids.map((_, t) => (t > 0 ? 1 : 0)))
+  const sequences = [48, 40].map((n, s) => Int32Array.from({ length: n }, (_, t) => (t * 31 + s * 7) % 256))
+  const want = sequences.map((ids) => Uint8Array.from(ids, (_, t) => (t > 0 ? 1 : 0)))
   policy.forwardBatch(sequences, want)
-  policy.backwardBatch(sequences.map((ids) => ids.map(() => -1 / ids.length)))
+  policy.backwardBatch(sequences.map((ids) => Float64Array.from(ids, () => -1 / ids.length)))
+  policy.dispose()
 }
 
 /**
