@@ -16,7 +16,10 @@ import { type Report, runJob } from "../../src/local/server/internal/trainingThr
 
 const config = { ...DEFAULT_POLICY_CONFIG, contextLength: 64 }
 
-/** One forward and backward pass over a few sequences; the logprobs and a copy of the gradients. */
+/**
+ * One forward and backward pass over a few sequences, then some decoding (a prompt, three forks advanced together):
+ * the logprobs, a copy of the gradients and the logits.
+ */
 const pass = (policy: Policy) => {
   const rng = new Rng(9)
   const sequences = Array.from({ length: 6 }, () => Int32Array.from({ length: 20 }, () => 32 + rng.int(90)))
@@ -24,11 +27,23 @@ const pass = (policy: Policy) => {
   policy.zeroGrads()
   const out = policy.forwardBatch(sequences, want)
   policy.backwardBatch(sequences.map((s) => Float64Array.from(s, () => -0.05)))
-  return { logprobs: out.logprobs.map((l) => Array.from(l)), grads: Array.from(policy.grads) }
+  const root = policy.prefill(sequences[0]!)
+  const forks = [policy.fork(root), policy.fork(root), policy.fork(root)]
+  const logits = new Float32Array(forks.length * policy.vocabSize)
+  for (let i = 0; i < 4; i++) {
+    policy.advanceMany(forks, [40 + i, 50 + i, 60 + i])
+    policy.logitsMany(forks, logits)
+  }
+  for (const state of [root, ...forks]) policy.release(state)
+  return {
+    logprobs: out.logprobs.map((l) => Array.from(l)),
+    grads: Array.from(policy.grads),
+    logits: Array.from(logits)
+  }
 }
 
 describe("Policy.dispose", () => {
-  it("gives its memory back: the next policy of its shape takes none new, starts from zeros and computes the same bits", () => {
+  it("gives its memory back: the next policy of its shape takes none new, starts from zero gradients and computes the same bits", () => {
     const H = heap()
     expect(H).toBeDefined()
     const bytes = saveCheckpoint(Policy.create(config, { seed: 4 }))
@@ -37,7 +52,8 @@ describe("Policy.dispose", () => {
     first.dispose()
     const used = H!.used
     const second = loadCheckpoint(bytes).policy
-    // Its gradients are in a block the first policy's gradients (or parameters) dirtied: handed out as zeros.
+    // Its blocks are the ones the first policy dirtied: its gradients are handed out as zeros, its workspaces as
+    // they were (each pass writes them before reading), and it computes what the first computed on fresh memory.
     expect(second.grads.every((g) => g === 0)).toBe(true)
     expect(pass(second)).toEqual(expected)
     expect(H!.used).toBe(used)

@@ -113,8 +113,9 @@ export const loadCheckpoint = (bytes: Uint8Array): { readonly policy: Policy; re
     throw new CheckpointFormatError(`corrupt checkpoint: ${bytes.length} bytes where the header implies ${expected}`)
   }
   const read = (k: number): FloatArray => {
-    // In the kernels' memory (shared: the decoding thread reads the parameters in place), see `Wasm.ts`.
-    const a = float64 ? new Float64Array(n) : engineFloat32(n)
+    // In the kernels' memory (shared: the decoding thread reads the parameters in place), see `Wasm.ts`; not
+    // zeroed first, as every float is written next.
+    const a = float64 ? new Float64Array(n) : engineFloat32(n, false)
     const start = 12 + jsonLength + k * n * width
     bytesOf(a).set(bytes.subarray(start, start + n * width))
     return a

@@ -206,9 +206,9 @@ export class Heap {
     return view
   }
 
-  /** An Int32Array of n zeros in the memory, or undefined when it cannot hold it. */
-  i32(n: number): Int32Array | undefined {
-    const at = this.allocate(n * 4)
+  /** An Int32Array of n zeros in the memory, or undefined when it cannot hold it (`zeroed`: as for `f32`). */
+  i32(n: number, zeroed = true): Int32Array | undefined {
+    const at = this.allocate(n * 4, zeroed)
     if (at === undefined) return undefined
     const view = new Int32Array(this.current(), at.at, n)
     if (at.size > 0) this.collected.register(view, at, view)
@@ -301,9 +301,12 @@ export const useMemory = (memory: WasmMemory): Heap => {
   return current
 }
 
-/** A Float32Array of n zeros in the heap when it has room, else in an ordinary shared buffer. */
-export const engineFloat32 = (n: number): Float32Array =>
-  heap()?.f32(n) ?? new Float32Array(new SharedArrayBuffer(n * 4))
+/**
+ * A Float32Array of n zeros in the heap when it has room, else in an ordinary shared buffer. With `zeroed` false, a
+ * block reused in the heap keeps what its last owner wrote (for a caller that writes all of it first).
+ */
+export const engineFloat32 = (n: number, zeroed = true): Float32Array =>
+  heap()?.f32(n, zeroed) ?? new Float32Array(new SharedArrayBuffer(n * 4))
 
 /** The byte address of element `offset` of a view of the heap. */
 export const ptr = (array: ArrayBufferView, offset = 0): number => array.byteOffset + offset * 4
