@@ -312,6 +312,27 @@ describe("constraintOf", () => {
     ).toBe(1)
   })
 
+  it("compiles an ask once: the same automaton for the same ask, which walks as a fresh one does", () => {
+    const choice = (options: Array<string>) => constraintOf(request({ structured_outputs: { choice: options } }))
+    const shared = choice(["4", "5", "92"])
+    expect(choice(["4", "5", "92"])).toBe(shared)
+    expect(choice(["4", "5"])).not.toBe(shared)
+    expect(constraintOf(request({ structured_outputs: { regex: "a+" } }))).toBe(
+      constraintOf(request({ structured_outputs: { regex: "a+" } }))
+    )
+    // A schema given as text or as an object is the same ask; another field's is another.
+    const schema = { type: "integer" }
+    const json = constraintOf(request({ structured_outputs: { json: JSON.stringify(schema) } }))
+    expect(constraintOf(request({ structured_outputs: { json: schema } }))).toBe(json)
+    expect(
+      constraintOf(request({ response_format: { type: "json_schema", json_schema: { name: "n", schema } } }))
+    ).not.toBe(json)
+    // Walked by many outputs (its states determinised as they came), it allows what a fresh one allows.
+    for (let seed = 0; seed < 50; seed++) {
+      expect(walk(shared!, seed, 4)).toEqual(walk(choiceNode(["4", "5", "92"]), seed, 4))
+    }
+  })
+
   it("refuses what it cannot honour, naming the field", () => {
     expect(refusal({ structured_outputs: { grammar: "root ::= 'a'" } })).toMatchObject({
       kind: "Unsupported",

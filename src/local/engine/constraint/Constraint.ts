@@ -20,6 +20,8 @@ import { ToolSchemaError, toolCallsNode, toolModeOf } from "./ToolCalls.js"
 interface Source {
   readonly param: string
   readonly build: () => Node
+  /** What the node is built from, as a string, when that is all it depends on (the compiled automaton is shared). */
+  readonly key?: string | undefined
 }
 
 const parseSchema = (schema: string | JsonValue, param: string): JsonValue => {
@@ -43,15 +45,23 @@ const sourcesOf = (request: ChatCompletionRequest): Array<Source> => {
     if (so.choice != null) {
       const choices = so.choice
       if (choices.length === 0) throw badRequest("structured_outputs.choice", "structured_outputs.choice is empty")
-      sources.push({ param: "structured_outputs.choice", build: () => choiceNode(choices) })
+      sources.push({
+        param: "structured_outputs.choice",
+        build: () => choiceNode(choices),
+        key: JSON.stringify(choices)
+      })
     }
     if (so.regex != null) {
       const regex = so.regex
-      sources.push({ param: "structured_outputs.regex", build: () => parseRegex(regex) })
+      sources.push({ param: "structured_outputs.regex", build: () => parseRegex(regex), key: regex })
     }
     if (so.json != null) {
       const schema = parseSchema(so.json, "structured_outputs.json")
-      sources.push({ param: "structured_outputs.json", build: () => compileJsonSchema(schema) })
+      sources.push({
+        param: "structured_outputs.json",
+        build: () => compileJsonSchema(schema),
+        key: JSON.stringify(schema)
+      })
     }
     if (so.json_object === true) sources.push({ param: "structured_outputs.json_object", build: jsonObjectNode })
   }
@@ -63,7 +73,11 @@ const sourcesOf = (request: ChatCompletionRequest): Array<Source> => {
       const spec = "json_schema" in rf ? rf.json_schema : undefined
       if (spec == null) throw badRequest("response_format", "response_format of type json_schema needs json_schema")
       const schema: JsonValue = spec.schema ?? {}
-      sources.push({ param: "response_format.json_schema.schema", build: () => compileJsonSchema(schema) })
+      sources.push({
+        param: "response_format.json_schema.schema",
+        build: () => compileJsonSchema(schema),
+        key: JSON.stringify(schema)
+      })
     }
   }
   const mode = toolModeOf(request)
@@ -93,6 +107,13 @@ export const compileConstraint = (request: ChatCompletionRequest): RequestConstr
     )
   }
   const source = sources[0]!
+  const key = source.key === undefined ? undefined : `${source.param}\u0000${source.key}`
+  const cached = key === undefined ? undefined : compiled.get(key)
+  if (cached !== undefined) {
+    compiled.delete(key!)
+    compiled.set(key!, cached)
+    return cached
+  }
   let automaton: ByteAutomaton
   try {
     automaton = new ByteAutomaton(source.build())
@@ -119,8 +140,24 @@ export const compileConstraint = (request: ChatCompletionRequest): RequestConstr
   if (automaton.minLength === Number.POSITIVE_INFINITY) {
     throw badRequest(source.param, `${source.param}: no output can satisfy the constraint`)
   }
-  return { automaton, param: source.param }
+  const result = { automaton, param: source.param }
+  if (key !== undefined) {
+    compiled.set(key, result)
+    if (compiled.size > COMPILED_CONSTRAINTS) compiled.delete(compiled.keys().next().value!)
+  }
+  return result
 }
+
+/** How many compiled constraints are kept for requests that ask for them again (least recently asked go first). */
+const COMPILED_CONSTRAINTS = 256
+
+/**
+ * Compiled constraints by what they were built from: an agent asks for the same few again and again (a game's free
+ * cells, one answer schema), and compiling was most of the constraint's cost (`npm start`: 20 KB and 40-50 us a
+ * request). An automaton is shared safely: it determinises itself lazily, the same states whoever asks, and
+ * each output runs its own `Matcher` over it. Tool calls are not kept: their node depends on several fields.
+ */
+const compiled = new Map<string, RequestConstraint>()
 
 /** The compiled constraint of a request, or null when its output is free. Throws `EngineError`. */
 export const constraintOf = (request: ChatCompletionRequest): ByteAutomaton | null =>
