@@ -333,6 +333,19 @@ describe("constraintOf", () => {
     }
   })
 
+  it("compiles afresh a kept constraint whose DFA grew large", () => {
+    const ask = () => constraintOf(request({ structured_outputs: { regex: "[ab]*a[ab]{11}" } }))!
+    const kept = ask()
+    expect(ask()).toBe(kept)
+    // Outputs of many requests reach states that one request's would not (this one's DFA has 2^12 of them).
+    for (let seed = 0; kept.states <= 2_048 && seed < 20_000; seed++) walk(kept, seed, 40)
+    expect(kept.states).toBeGreaterThan(2_048)
+    const fresh = ask()
+    expect(fresh).not.toBe(kept)
+    expect(fresh.states).toBeLessThan(kept.states)
+    expect(ask()).toBe(fresh)
+  })
+
   it("refuses what it cannot honour, naming the field", () => {
     expect(refusal({ structured_outputs: { grammar: "root ::= 'a'" } })).toMatchObject({
       kind: "Unsupported",

@@ -265,6 +265,11 @@ export class ByteAutomaton {
     this.start = this.intern([f.start])
   }
 
+  /** The DFA states built so far (the DFA is built as outputs reach its states). */
+  get states(): number {
+    return this.sets.length
+  }
+
   /** The fewest bytes of an accepted output (`Infinity` when the language is empty). */
   get minLength(): number {
     return this.dist[this.start]!

@@ -111,8 +111,11 @@ export const compileConstraint = (request: ChatCompletionRequest): RequestConstr
   const cached = key === undefined ? undefined : compiled.get(key)
   if (cached !== undefined) {
     compiled.delete(key!)
-    compiled.set(key!, cached)
-    return cached
+    // One whose DFA grew large (outputs of many requests reach states that one request's would not) starts afresh.
+    if (cached.automaton.states <= KEPT_STATES) {
+      compiled.set(key!, cached)
+      return cached
+    }
   }
   let automaton: ByteAutomaton
   try {
@@ -149,7 +152,13 @@ export const compileConstraint = (request: ChatCompletionRequest): RequestConstr
 }
 
 /** How many compiled constraints are kept for requests that ask for them again (least recently asked go first). */
-const COMPILED_CONSTRAINTS = 256
+const COMPILED_CONSTRAINTS = 64
+
+/**
+ * The most DFA states a kept constraint may have built (about 3 KB each: its transitions and byte costs); past
+ * them it is compiled afresh. A tic-tac-toe move's has two.
+ */
+const KEPT_STATES = 2_048
 
 /**
  * Compiled constraints by what they were built from: an agent asks for the same few again and again (a game's free
