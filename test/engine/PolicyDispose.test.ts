@@ -53,7 +53,7 @@ describe("Policy.dispose", () => {
     const used = H!.used
     const second = loadCheckpoint(bytes).policy
     // Its blocks are the ones the first policy dirtied: its gradients are handed out as zeros, its workspaces as
-    // they were (each pass writes them before reading), and it computes what the first computed on fresh memory.
+    // they were (each pass writes them before reading), and it computes what the first computed.
     expect(second.grads.every((g) => g === 0)).toBe(true)
     expect(pass(second)).toEqual(expected)
     expect(H!.used).toBe(used)
